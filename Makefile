@@ -1,0 +1,31 @@
+# Two commands set everything up on a fresh machine with Python >= 3.10 and Java 17:
+#   make demo   -- create .venv, install, run the demo
+#   make test   -- create .venv if needed, install, run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet uv
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/uv pip install --python $(BIN)/python --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m airflow_paimon.demo
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not spark and not airflow and not interop and not e2e"
+
+clean:
+	rm -rf $(VENV) .venv-interop demo

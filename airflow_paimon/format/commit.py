@@ -1,0 +1,182 @@
+"""Atomic, exactly-once commits: data files first, then manifests, then the snapshot file created only if absent.
+
+A lost race re-plans on the new latest snapshot after checking that the concurrent commits did not touch what this
+commit depends on. Every snapshot carries `commitUser` and `commitIdentifier`; committing the same pair again finds
+the earlier snapshot and writes nothing, which is what makes a retried Airflow task safe.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .errors import CommitConflictError
+from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, SimpleStats, \
+    merge_entries
+from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+
+MANIFEST_MERGE_MIN_COUNT = 30
+MANIFEST_TARGET_ENTRIES = 20_000
+MAX_RETRIES = 20
+
+
+@dataclass
+class CommitMessage:
+    """The files one writer added to (and removed from) one bucket; JSON-serialisable via to_dict."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    deleted_files: list[DataFileMeta] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition.hex(),
+            "bucket": self.bucket,
+            "total_buckets": self.total_buckets,
+            "new_files": [f.to_dict() for f in self.new_files],
+            "deleted_files": [f.to_dict() for f in self.deleted_files],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CommitMessage":
+        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"],
+                   [DataFileMeta.from_dict(f) for f in d["new_files"]],
+                   [DataFileMeta.from_dict(f) for f in d["deleted_files"]])
+
+    def entries(self) -> list[ManifestEntry]:
+        out = [ManifestEntry(DELETE, self.partition, self.bucket, self.total_buckets, f) for f in self.deleted_files]
+        out += [ManifestEntry(ADD, self.partition, self.bucket, self.total_buckets, f) for f in self.new_files]
+        return out
+
+
+class FileStoreCommit:
+    def __init__(self, table: "Any"):
+        self.table = table
+        self.snapshots: SnapshotManager = table.snapshot_manager
+        self.manifests: ManifestIO = table.manifest_io
+
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        commit_kind: str = "APPEND",
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+        base_snapshot_id: int | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Commit `messages` as one snapshot; returns it (or the earlier snapshot holding the same commit)."""
+        user = commit_user or self.table.default_commit_user
+        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+        if commit_user is not None and commit_identifier is not None:
+            existing = self.snapshots.find_commit(user, identifier)
+            if existing is not None:
+                return existing
+        entries = [e for m in messages for e in m.entries()]
+        if not entries and commit_kind != "OVERWRITE":
+            return None
+        written: list[str] = []
+        for attempt in range(MAX_RETRIES):
+            latest = self.snapshots.latest()
+            if latest is not None and base_snapshot_id is not None and latest.id != base_snapshot_id:
+                self._check_conflicts(base_snapshot_id, latest, entries)
+            base_metas = self._base_manifests(latest)
+            delta_meta = self.manifests.write_entries(entries, self.table.schema().id,
+                                                      self.table.partition_stats([e.partition for e in entries]))
+            written.append(delta_meta.file_name)
+            base_metas, new_manifest_files = self._maybe_merge(base_metas)
+            written += new_manifest_files
+            base_list, base_size = self.manifests.write_list(base_metas)
+            delta_list, delta_size = self.manifests.write_list([delta_meta])
+            written += [base_list, delta_list]
+            added = sum(e.file.row_count for e in entries if e.kind == ADD)
+            removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
+            total_before = (latest.total_record_count or 0) if latest is not None else 0
+            new_id = latest.id + 1 if latest is not None else 1
+            snap = Snapshot(
+                id=new_id,
+                schema_id=self.table.schema().id,
+                base_manifest_list=base_list,
+                base_manifest_list_size=base_size,
+                delta_manifest_list=delta_list,
+                delta_manifest_list_size=delta_size,
+                commit_user=user,
+                commit_identifier=identifier,
+                commit_kind=commit_kind,
+                time_millis=int(time.time() * 1000),
+                log_offsets={},
+                total_record_count=total_before + added - removed,
+                delta_record_count=added - removed,
+                changelog_record_count=0,
+                watermark=latest.watermark if latest is not None else None,
+                properties=properties or None,
+                next_row_id=latest.next_row_id if latest is not None else None,
+            )
+            if self.snapshots.create_snapshot(snap):
+                self.snapshots.commit_hint(new_id)
+                if latest is None:
+                    self.snapshots.earliest_hint(new_id)
+                return snap
+            # Lost the race: the manifests written for this attempt are referenced by nobody.
+            for name in written:
+                self.manifests.io.delete(self.manifests.path(name))
+            written.clear()
+            if commit_user is not None and commit_identifier is not None:
+                existing = self.snapshots.find_commit(user, identifier)
+                if existing is not None:
+                    return existing
+            if base_snapshot_id is None:
+                base_snapshot_id = latest.id if latest is not None else 0
+            time.sleep(min(0.01 * (2 ** attempt), 1.0))
+        raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: other writers keep committing")
+
+    # ---- helpers ------------------------------------------------------------------------------------
+    def _base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        if latest is None:
+            return []
+        return self.manifests.read_list(latest.base_manifest_list) + \
+            self.manifests.read_list(latest.delta_manifest_list)
+
+    def _maybe_merge(self, metas: list[ManifestFileMeta]) -> tuple[list[ManifestFileMeta], list[str]]:
+        """Fold many small manifests into few, as Paimon does once `manifest.merge-min-count` is reached."""
+        small = [m for m in metas if m.num_added_files + m.num_deleted_files < MANIFEST_TARGET_ENTRIES]
+        if len(small) < MANIFEST_MERGE_MIN_COUNT:
+            return metas, []
+        big = [m for m in metas if m not in small]
+        entries: list[ManifestEntry] = []
+        for m in big + small:
+            entries.extend(self.manifests.read_entries(m.file_name))
+        live = merge_entries(entries)
+        out: list[ManifestFileMeta] = []
+        schema_id = self.table.schema().id
+        for i in range(0, len(live), MANIFEST_TARGET_ENTRIES):
+            chunk = live[i:i + MANIFEST_TARGET_ENTRIES]
+            out.append(self.manifests.write_entries(chunk, schema_id,
+                                                    self.table.partition_stats([e.partition for e in chunk])))
+        return out, [m.file_name for m in out]
+
+    def _check_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
+        """Refuse to commit over concurrent changes that would make this commit wrong."""
+        deleted = {e.identifier for e in entries if e.kind == DELETE}
+        touched = {(e.partition, e.bucket): e.file.min_sequence_number
+                   for e in entries if e.kind == ADD and self.table.is_primary_key}
+        if deleted:
+            live = {e.identifier for e in self.table.file_entries(latest)}
+            missing = deleted - live
+            if missing:
+                raise CommitConflictError(
+                    f"{len(missing)} file(s) this commit replaces were removed by a concurrent commit "
+                    f"(snapshots {base_id + 1}..{latest.id}); nothing was committed")
+        if touched:
+            for sid in range(base_id + 1, latest.id + 1):
+                snap = self.snapshots.snapshot(sid)
+                for meta in self.manifests.read_list(snap.delta_manifest_list):
+                    for e in self.manifests.read_entries(meta.file_name):
+                        lowest = touched.get((e.partition, e.bucket))
+                        if e.kind == ADD and lowest is not None and e.file.max_sequence_number >= lowest:
+                            raise CommitConflictError(
+                                f"bucket {e.bucket} was written concurrently by snapshot {sid}; "
+                                "nothing was committed, retry the write")
+

@@ -1,0 +1,173 @@
+"""Data files: Parquet files with Paimon's layout, and the statistics manifests keep about them.
+
+Primary-key tables store, per row: the trimmed primary key as `_KEY_<name>` columns, `_SEQUENCE_NUMBER`,
+`_VALUE_KIND` (0 +I, 1 -U, 2 +U, 3 -D), then every column of the table; rows sorted by key. Append tables
+store the table's columns only.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .binary_row import EMPTY_ROW, serialize_row
+from .fileio import FileIO
+from .manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
+from .schema import (KEY_FIELD_ID_START, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID, VALUE_KIND,
+                     VALUE_KIND_ID, TableSchema)
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+STATS_TRUNCATE = 16
+
+
+def new_data_file_name(prefix: str = "data") -> str:
+    return f"{prefix}-{uuid.uuid4()}-0.parquet"
+
+
+def _truncate_min(v):
+    if isinstance(v, str) and len(v) > STATS_TRUNCATE:
+        return v[:STATS_TRUNCATE]
+    if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
+        return v[:STATS_TRUNCATE]
+    return v
+
+
+def _truncate_max(v):
+    """A value >= every value with this prefix, or None (unknown) when none exists."""
+    if isinstance(v, str) and len(v) > STATS_TRUNCATE:
+        head = v[:STATS_TRUNCATE]
+        for i in range(len(head) - 1, -1, -1):
+            c = ord(head[i])
+            if c < 0x10FFFF and not (0xD7FF <= c < 0xE000):
+                return head[:i] + chr(c + 1)
+        return None
+    if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
+        head = bytearray(v[:STATS_TRUNCATE])
+        for i in range(len(head) - 1, -1, -1):
+            if head[i] < 0xFF:
+                head[i] += 1
+                return bytes(head[: i + 1])
+        return None
+    return v
+
+
+def column_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataType],
+                 truncate: bool) -> SimpleStats:
+    mins, maxs, nulls = [], [], []
+    for name in names:
+        col = table.column(name)
+        if pa.types.is_boolean(col.type) or len(col) == col.null_count:
+            mm = pc.min_max(col) if len(col) != col.null_count else None
+        else:
+            mm = pc.min_max(col)
+        lo = mm["min"].as_py() if mm is not None else None
+        hi = mm["max"].as_py() if mm is not None else None
+        if truncate:
+            lo, hi = _truncate_min(lo), _truncate_max(hi)
+        mins.append(lo)
+        maxs.append(hi)
+        nulls.append(col.null_count)
+    return SimpleStats(serialize_row(mins, list(types)), serialize_row(maxs, list(types)), tuple(nulls))
+
+
+def empty_stats() -> SimpleStats:
+    return SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
+
+
+def kv_file_schema(schema: TableSchema) -> pa.Schema:
+    """The Parquet schema of a primary-key table's data files."""
+    value = schema.arrow_schema()
+    fields = []
+    for k in schema.trimmed_primary_keys:
+        f = schema.field(k)
+        fields.append(pa.field(KEY_FIELD_PREFIX + k, value.field(k).type, nullable=False,
+                               metadata={b"PARQUET:field_id": str(KEY_FIELD_ID_START + f.id).encode()}))
+    fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False,
+                           metadata={b"PARQUET:field_id": str(SEQUENCE_NUMBER_ID).encode()}))
+    fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False,
+                           metadata={b"PARQUET:field_id": str(VALUE_KIND_ID).encode()}))
+    keys = set(schema.primary_keys)
+    for f in value:
+        # Delete rows carry only their key, so non-key columns are stored nullable.
+        fields.append(f if f.name in keys else f.with_nullable(True))
+    return pa.schema(fields)
+
+
+def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str) -> int:
+    """Write one Parquet file; returns its size in bytes."""
+    p = io.fs_path(path)
+    io.fs.create_dir(p.rsplit("/", 1)[0], recursive=True)
+    pq.write_table(table, p, filesystem=io.fs, compression=compression, write_statistics=True,
+                   store_schema=False)
+    return io.size(path)
+
+
+def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
+                  kinds: pa.Array, compression: str, level: int = 0,
+                  file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+    """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file."""
+    file_schema = kv_file_schema(schema)
+    trimmed = schema.trimmed_primary_keys
+    columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
+    columns += [rows.column(f.name) for f in schema.fields]
+    data = pa.Table.from_arrays(columns, schema=file_schema)
+    name = new_data_file_name()
+    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression)
+    key_types = [schema.arrow_type(k) for k in trimmed]
+    value_names = schema.field_names
+    value_types = [schema.arrow_type(n) for n in value_names]
+    n = rows.num_rows
+    first = [rows.column(k)[0].as_py() for k in trimmed]
+    last = [rows.column(k)[n - 1].as_py() for k in trimmed]
+    seq_mm = pc.min_max(sequence)
+    deletes = pc.sum(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py() or 0
+    return DataFileMeta(
+        file_name=name,
+        file_size=size,
+        row_count=n,
+        min_key=serialize_row(first, key_types),
+        max_key=serialize_row(last, key_types),
+        key_stats=column_stats(rows, trimmed, key_types, truncate=False),
+        value_stats=column_stats(rows, value_names, value_types, truncate=True),
+        min_sequence_number=seq_mm["min"].as_py(),
+        max_sequence_number=seq_mm["max"].as_py(),
+        schema_id=schema.id,
+        level=level,
+        extra_files=(),
+        creation_time_ms=int(time.time() * 1000),
+        delete_row_count=deletes,
+        file_source=file_source,
+        value_stats_cols=None,
+    )
+
+
+def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, first_sequence: int,
+                      compression: str, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+    data = rows.cast(schema.arrow_schema())
+    name = new_data_file_name()
+    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression)
+    value_names = schema.field_names
+    value_types = [schema.arrow_type(n) for n in value_names]
+    return DataFileMeta(
+        file_name=name,
+        file_size=size,
+        row_count=rows.num_rows,
+        min_key=EMPTY_ROW,
+        max_key=EMPTY_ROW,
+        key_stats=empty_stats(),
+        value_stats=column_stats(rows, value_names, value_types, truncate=True),
+        min_sequence_number=first_sequence,
+        max_sequence_number=first_sequence + rows.num_rows - 1,
+        schema_id=schema.id,
+        level=0,
+        extra_files=(),
+        creation_time_ms=int(time.time() * 1000),
+        delete_row_count=0,
+        file_source=file_source,
+        value_stats_cols=None,
+    )

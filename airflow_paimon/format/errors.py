@@ -1,0 +1,41 @@
+"""Errors of the format library: each names the problem so an operator on call can act on it."""
+
+
+class PaimonError(Exception):
+    """Base class of every error the format library raises on purpose."""
+
+
+class TableNotFoundError(PaimonError):
+    """The table (or database) does not exist in the warehouse."""
+
+
+class TableAlreadyExistsError(PaimonError):
+    """create_table was asked to create a table that is already there."""
+
+
+class UnsupportedTableError(PaimonError):
+    """The table uses a Paimon feature this library does not implement; refused at open, before any I/O."""
+
+
+class SchemaMismatchError(PaimonError):
+    """Data handed to a write does not fit the table's schema."""
+
+
+class InvalidOptionError(PaimonError, ValueError):
+    """A table option or an argument that stands for one has a bad value."""
+
+
+class SnapshotNotFoundError(PaimonError):
+    """The asked-for snapshot does not exist (never committed, or expired)."""
+
+
+class TagNotFoundError(PaimonError):
+    """The asked-for tag does not exist."""
+
+
+class CommitConflictError(PaimonError):
+    """A concurrent commit changed what this commit depends on; nothing was committed."""
+
+
+class InvalidDataError(PaimonError, ValueError):
+    """Rows handed to a write break a table invariant (null or duplicate keys, bad value kinds)."""

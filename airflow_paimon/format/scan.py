@@ -1,0 +1,159 @@
+"""Read planning: which data files of a snapshot a read needs, grouped into serialisable splits.
+
+Pruning uses pyarrow's own expression simplification: each file becomes a dataset fragment whose "partition
+expression" states what is known about all its rows (partition values; key ranges; for append tables, column
+ranges from the manifest statistics), and `get_fragments(filter=...)` drops fragments the filter cannot match.
+Value statistics never prune files of primary-key tables: an older version of a row may not match while the
+newest does, so only partition and key ranges are safe there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from .binary_row import deserialize_row
+from .manifest import DataFileMeta, ManifestEntry
+
+if TYPE_CHECKING:
+    from .table import Table
+
+_RANGE_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp,
+                pa.types.is_decimal)
+
+
+@dataclass
+class Split:
+    """The live files of one (partition, bucket) in a snapshot; picklable and JSON-able."""
+
+    partition: tuple
+    partition_bytes: bytes
+    bucket: int
+    files: list[DataFileMeta] = field(default_factory=list)
+    snapshot_id: int | None = None
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"partition_bytes": self.partition_bytes.hex(), "bucket": self.bucket,
+                "files": [f.to_dict() for f in self.files], "snapshot_id": self.snapshot_id}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], table: "Table") -> "Split":
+        pb = bytes.fromhex(d["partition_bytes"])
+        return cls(table.partition_codec.from_bytes(pb), pb, d["bucket"],
+                   [DataFileMeta.from_dict(f) for f in d["files"]], d.get("snapshot_id"))
+
+
+def _rangeable(t: pa.DataType) -> bool:
+    return any(check(t) for check in _RANGE_TYPES)
+
+
+def _range_expr(name: str, t: pa.DataType, lo: Any, hi: Any) -> ds.Expression | None:
+    if lo is None or hi is None or not _rangeable(t):
+        return None
+    f = ds.field(name)
+    try:
+        return (f >= pa.scalar(lo, type=t)) & (f <= pa.scalar(hi, type=t))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+
+
+def _and(parts: list[ds.Expression]) -> ds.Expression:
+    out = ds.scalar(True)
+    for p in parts:
+        out = out & p
+    return out
+
+
+class ScanPlanner:
+    def __init__(self, table: "Table"):
+        self.table = table
+        self.schema = table.schema()
+
+    def _partition_expr(self, values: tuple) -> list[ds.Expression]:
+        out = []
+        for name, v in zip(self.schema.partition_keys, values):
+            t = self.schema.arrow_type(name)
+            out.append(ds.field(name).is_null() if v is None else ds.field(name) == pa.scalar(v, type=t))
+        return out
+
+    def _file_guarantee(self, meta: DataFileMeta) -> list[ds.Expression]:
+        out = []
+        if self.table.is_primary_key:
+            keys = self.schema.trimmed_primary_keys
+            types = [self.schema.arrow_type(k) for k in keys]
+            if meta.key_stats.min_values and len(keys) >= 1:
+                try:
+                    mins = deserialize_row(meta.key_stats.min_values, types)
+                    maxs = deserialize_row(meta.key_stats.max_values, types)
+                except Exception:  # stats of an unexpected shape: do not prune with them
+                    return out
+                for k, t, lo, hi in zip(keys, types, mins, maxs):
+                    e = _range_expr(k, t, lo, hi)
+                    if e is not None:
+                        out.append(e)
+            return out
+        if meta.schema_id != self.schema.id or not meta.value_stats.min_values:
+            return out
+        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else self.schema.field_names
+        try:
+            types = [self.schema.arrow_type(n) for n in names]
+            mins = deserialize_row(meta.value_stats.min_values, types)
+            maxs = deserialize_row(meta.value_stats.max_values, types)
+        except Exception:
+            return out
+        for n, t, lo, hi in zip(names, types, mins, maxs):
+            e = _range_expr(n, t, lo, hi)
+            if e is not None:
+                out.append(e)
+        return out
+
+    def plan(self, entries: list[ManifestEntry], filter: ds.Expression | None,
+             snapshot_id: int | None) -> list[Split]:
+        groups: dict[tuple[bytes, int], Split] = {}
+        codec = self.table.partition_codec
+        decoded: dict[bytes, tuple] = {}
+        for e in entries:
+            key = (e.partition, e.bucket)
+            split = groups.get(key)
+            if split is None:
+                values = decoded.get(e.partition)
+                if values is None:
+                    values = decoded[e.partition] = codec.from_bytes(e.partition)
+                split = groups[key] = Split(values, e.partition, e.bucket, [], snapshot_id)
+            split.files.append(e.file)
+        splits = list(groups.values())
+        if filter is not None:
+            splits = self._prune(splits, filter)
+        for s in splits:
+            s.files.sort(key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
+        return splits
+
+    def _prune(self, splits: list[Split], filter: ds.Expression) -> list[Split]:
+        fmt = ds.ParquetFileFormat()
+        fs = self.table.io.fs
+        fragments, owners = [], []
+        for s in splits:
+            pexpr = self._partition_expr(s.partition)
+            for i, f in enumerate(s.files):
+                guarantee = _and(pexpr + self._file_guarantee(f))
+                fragments.append(fmt.make_fragment(f"/prune/{len(owners)}", fs, partition_expression=guarantee))
+                owners.append((s, f))
+        if not fragments:
+            return splits
+        dataset = ds.FileSystemDataset(fragments, self.schema.logical_arrow_schema(), fmt, fs)
+        keep_ids = {int(fr.path.rsplit("/", 1)[1]) for fr in dataset.get_fragments(filter=filter)}
+        kept: dict[int, Split] = {}
+        for i, (s, f) in enumerate(owners):
+            if i in keep_ids:
+                target = kept.get(id(s))
+                if target is None:
+                    target = kept[id(s)] = Split(s.partition, s.partition_bytes, s.bucket, [], s.snapshot_id)
+                target.files.append(f)
+        return list(kept.values())

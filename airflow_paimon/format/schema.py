@@ -1,0 +1,188 @@
+"""Table schemas as Paimon stores them: `schema/schema-<id>` JSON files, newest id wins."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
+from .fileio import FileIO
+from .types import arrow_to_paimon, normalize_arrow, paimon_to_arrow
+
+SCHEMA_VERSION = 3
+KEY_FIELD_PREFIX = "_KEY_"
+KEY_FIELD_ID_START = (2**31 - 1) // 2
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+SEQUENCE_NUMBER_ID = 2**31 - 2
+VALUE_KIND = "_VALUE_KIND"
+VALUE_KIND_ID = 2**31 - 3
+
+
+@dataclass(frozen=True)
+class DataField:
+    id: int
+    name: str
+    type: str
+    description: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "type": self.type}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    options: dict[str, str]
+    comment: str | None = None
+    time_millis: int = field(default_factory=lambda: int(time.time() * 1000))
+    version: int = SCHEMA_VERSION
+
+    # ---- derived views -------------------------------------------------------------------------
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> DataField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise SchemaMismatchError(f"column {name!r} is not in the table schema {self.field_names}")
+
+    @property
+    def trimmed_primary_keys(self) -> list[str]:
+        """The primary key without partition columns: what data files store as `_KEY_` columns."""
+        trimmed = [k for k in self.primary_keys if k not in self.partition_keys]
+        return trimmed if trimmed else list(self.primary_keys)
+
+    def arrow_schema(self) -> pa.Schema:
+        out = []
+        for f in self.fields:
+            t, nullable = paimon_to_arrow(f.type, f.name)
+            out.append(pa.field(f.name, t, nullable=nullable, metadata={b"PARQUET:field_id": str(f.id).encode()}))
+        return pa.schema(out)
+
+    def logical_arrow_schema(self) -> pa.Schema:
+        """The schema users see: no field-id metadata."""
+        return pa.schema([pa.field(f.name, f.type, f.nullable) for f in self.arrow_schema()])
+
+    def arrow_type(self, name: str) -> pa.DataType:
+        f = self.field(name)
+        return paimon_to_arrow(f.type, f.name)[0]
+
+    # ---- JSON ------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        doc: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [f.to_json() for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:
+            doc["comment"] = self.comment
+        doc["timeMillis"] = self.time_millis
+        return json.dumps(doc, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TableSchema":
+        doc = json.loads(text)
+        fields = tuple(
+            DataField(f["id"], f["name"], f["type"], f.get("description")) for f in doc["fields"]
+        )
+        return cls(
+            id=doc["id"],
+            fields=fields,
+            highest_field_id=doc.get("highestFieldId", max((f.id for f in fields), default=-1)),
+            partition_keys=tuple(doc.get("partitionKeys") or ()),
+            primary_keys=tuple(doc.get("primaryKeys") or ()),
+            options={str(k): str(v) for k, v in (doc.get("options") or {}).items()},
+            comment=doc.get("comment"),
+            time_millis=doc.get("timeMillis", 0),
+            version=doc.get("version", 1),
+        )
+
+    def validate(self) -> None:
+        """Refuse, before any data is touched, what this library cannot read or write correctly."""
+        names = self.field_names
+        for f in self.fields:
+            paimon_to_arrow(f.type, f.name)
+        for k in self.partition_keys:
+            if k not in names:
+                raise InvalidOptionError(f"partition key {k!r} is not a column of {names}")
+        for k in self.primary_keys:
+            if k not in names:
+                raise InvalidOptionError(f"primary key {k!r} is not a column of {names}")
+        if self.primary_keys:
+            missing = [k for k in self.partition_keys if k not in self.primary_keys]
+            if missing:
+                raise InvalidOptionError(
+                    f"primary key {list(self.primary_keys)} must contain the partition keys {missing}")
+            if set(self.primary_keys) == set(self.partition_keys):
+                raise InvalidOptionError("primary key must not be the same as the partition keys")
+
+
+def schema_from_arrow(
+    schema: pa.Schema,
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: dict[str, str],
+    comment: str | None = None,
+) -> TableSchema:
+    fields = []
+    for i, f in enumerate(schema):
+        nullable = f.nullable and f.name not in primary_keys
+        fields.append(DataField(i, f.name, arrow_to_paimon(normalize_arrow(f.type), nullable, f.name)))
+    ts = TableSchema(
+        id=0,
+        fields=tuple(fields),
+        highest_field_id=len(fields) - 1,
+        partition_keys=tuple(partition_keys),
+        primary_keys=tuple(primary_keys),
+        options={str(k): str(v) for k, v in options.items()},
+        comment=comment,
+    )
+    ts.validate()
+    return ts
+
+
+class SchemaManager:
+    def __init__(self, io: FileIO, table_path: str):
+        self.io = io
+        self.dir = f"{table_path}/schema"
+
+    def path(self, schema_id: int) -> str:
+        return f"{self.dir}/schema-{schema_id}"
+
+    def ids(self) -> list[int]:
+        out = []
+        for info in self.io.list_dir(self.dir):
+            name = info.path.rsplit("/", 1)[-1]
+            if name.startswith("schema-") and name[7:].isdigit():
+                out.append(int(name[7:]))
+        return sorted(out)
+
+    def latest(self) -> TableSchema | None:
+        ids = self.ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def schema(self, schema_id: int) -> TableSchema:
+        try:
+            return TableSchema.from_json(self.io.read_text(self.path(schema_id)))
+        except FileNotFoundError:
+            raise UnsupportedTableError(f"schema file schema-{schema_id} is missing") from None
+
+    def create(self, schema: TableSchema) -> bool:
+        return self.io.create_exclusive(self.path(schema.id), schema.to_json().encode())

@@ -1,0 +1,254 @@
+"""A Paimon table: its schema, options, snapshots and the read/write entry points users call."""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import uuid
+from functools import cached_property
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from .commit import CommitMessage, FileStoreCommit
+from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
+from .fileio import FileIO
+from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
+from .options import TableOptions
+from .partition import PartitionCodec
+from .read import read_splits
+from .scan import ScanPlanner, Split
+from .schema import SchemaManager, TableSchema
+from .snapshot import Snapshot, SnapshotManager
+from .write import TableWrite
+
+
+def to_epoch_millis(value: Any) -> int:
+    """Milliseconds since the epoch of a datetime/pendulum/ISO string (naive means UTC) or a number."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        value = dt.datetime.fromisoformat(text) if "T" in text or " " in text else \
+            dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return int(dt.datetime.combine(value, dt.time(), tzinfo=dt.timezone.utc).timestamp() * 1000)
+    raise PaimonError(f"cannot read {value!r} as a point in time")
+
+
+class Table:
+    def __init__(self, io: FileIO, path: str, identifier: str):
+        self.io = io
+        self.path = path.rstrip("/")
+        self.identifier = identifier
+        self.schema_manager = SchemaManager(io, self.path)
+        self.snapshot_manager = SnapshotManager(io, self.path)
+        schema = self.schema_manager.latest()
+        if schema is None:
+            raise TableNotFoundError(f"table {identifier!r} does not exist at {self.path}")
+        schema.validate()
+        self._schema = schema
+        self.core_options = TableOptions.parse(schema.options, bool(schema.primary_keys))
+        for f in self.core_options.sequence_fields:
+            schema.field(f)
+        self.manifest_io = ManifestIO(io, self.path, schema.options.get("manifest.compression", "zstd"))
+        self.default_commit_user = f"{getpass.getuser()}-{uuid.uuid4()}"
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("partition_codec", None)
+        return state
+
+    # ---- metadata --------------------------------------------------------------------------------
+    def schema(self) -> TableSchema:
+        return self._schema
+
+    def arrow_schema(self) -> pa.Schema:
+        return self._schema.logical_arrow_schema()
+
+    def options(self) -> dict[str, str]:
+        return dict(self._schema.options)
+
+    @property
+    def is_primary_key(self) -> bool:
+        return bool(self._schema.primary_keys)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self._schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self._schema.partition_keys)
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        return list(self.core_options.bucket_key) if self.core_options.bucket_key else self._schema.trimmed_primary_keys
+
+    @property
+    def total_buckets(self) -> int:
+        return self.core_options.bucket if self.is_primary_key else -1
+
+    @cached_property
+    def partition_codec(self) -> PartitionCodec:
+        names = self._schema.partition_keys
+        return PartitionCodec(names, [self._schema.arrow_type(n) for n in names],
+                              self.core_options.partition_default_name)
+
+    def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
+        from .binary_row import EMPTY_ROW, serialize_row
+        names = self._schema.partition_keys
+        if not names:
+            return SimpleStats(EMPTY_ROW, EMPTY_ROW, ())
+        decoded = [self.partition_codec.from_bytes(p) for p in set(partitions)]
+        mins, maxs, nulls = [], [], []
+        for i in range(len(names)):
+            values = [d[i] for d in decoded if d[i] is not None]
+            mins.append(min(values) if values else None)
+            maxs.append(max(values) if values else None)
+            nulls.append(sum(1 for d in decoded if d[i] is None))
+        types = self.partition_codec.types
+        return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+    def bucket_dir(self, partition: Sequence[Any], bucket: int) -> str:
+        return f"{self.path}/{self.partition_codec.path(partition)}bucket-{bucket}"
+
+    def data_file_path(self, partition: Sequence[Any], bucket: int, meta: DataFileMeta) -> str:
+        if meta.external_path:
+            return meta.external_path
+        return f"{self.bucket_dir(partition, bucket)}/{meta.file_name}"
+
+    # ---- snapshots -------------------------------------------------------------------------------
+    def snapshots(self) -> list[Snapshot]:
+        return list(self.snapshot_manager.snapshots())
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_manager.snapshot(snapshot_id)
+
+    def snapshot_at_or_before(self, when: Any) -> Snapshot | None:
+        return self.snapshot_manager.latest_at_or_before(to_epoch_millis(when))
+
+    def file_entries(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
+        """The live ADD entries of a snapshot (or of a tag, whose file is a snapshot)."""
+        if snapshot is None:
+            return []
+        metas = self.manifest_io.read_list(snapshot.base_manifest_list) + \
+            self.manifest_io.read_list(snapshot.delta_manifest_list)
+        entries: list[ManifestEntry] = []
+        for m in metas:
+            entries.extend(self.manifest_io.read_entries(m.file_name))
+        return merge_entries(entries)
+
+    def next_sequence_numbers(self, snapshot: Snapshot | None = None) -> dict[tuple, int]:
+        """(partition tuple, bucket) -> the first sequence number a new file there must use."""
+        snap = snapshot if snapshot is not None else self.latest_snapshot()
+        out: dict[tuple, int] = {}
+        codec = self.partition_codec
+        decoded: dict[bytes, tuple] = {}
+        for e in self.file_entries(snap):
+            p = decoded.get(e.partition)
+            if p is None:
+                p = decoded[e.partition] = codec.from_bytes(e.partition)
+            key = (p, e.bucket)
+            nxt = e.file.max_sequence_number + 1
+            if nxt > out.get(key, 0):
+                out[key] = nxt
+        return out
+
+    # ---- resolving what to read ------------------------------------------------------------------
+    def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
+                         as_of: Any = None) -> Snapshot | None:
+        given = sum(x is not None for x in (snapshot_id, tag, as_of))
+        if given > 1:
+            raise PaimonError("give at most one of snapshot_id, tag and as_of")
+        if snapshot_id is not None:
+            return self.snapshot_manager.snapshot(int(snapshot_id))
+        if tag is not None:
+            return self.tags.get(tag).snapshot
+        if as_of is not None:
+            millis = to_epoch_millis(as_of)
+            # Expiry removes the oldest snapshots only, so the latest retained one at or before the instant is
+            # the one any reader would have seen then.
+            snap = self.snapshot_manager.latest_at_or_before(millis)
+            if snap is not None:
+                return snap
+            tagged = self.tags.latest_at_or_before(millis)
+            if tagged is not None:
+                return tagged.snapshot
+            when = dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).isoformat()
+            raise SnapshotNotFoundError(
+                f"{self.identifier} has no snapshot or tag at or before {when} "
+                "(the snapshots of that time have expired and no tag covers it)")
+        return self.latest_snapshot()
+
+    @cached_property
+    def tags(self) -> "Any":
+        from .tags import TagManager
+        return TagManager(self)
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def plan(self, snapshot_id: int | None = None, tag: str | None = None, as_of: Any = None,
+             filter: ds.Expression | None = None) -> list[Split]:
+        snap = self.resolve_snapshot(snapshot_id, tag, as_of)
+        if snap is None:
+            return []
+        return ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id)
+
+    def read(self, snapshot_id: int | None = None, tag: str | None = None, as_of: Any = None,
+             columns: Sequence[str] | None = None, filter: ds.Expression | None = None) -> pa.Table:
+        """Rows of the latest snapshot (or of the snapshot, tag or time given), merged, filtered, projected."""
+        splits = self.plan(snapshot_id, tag, as_of, filter)
+        return read_splits(self, splits, columns, filter)
+
+    def read_split(self, split: Split, columns: Sequence[str] | None = None,
+                   filter: ds.Expression | None = None) -> pa.Table:
+        from .read import read_split
+        return read_split(self, split, columns, filter)
+
+    # ---- writing ---------------------------------------------------------------------------------
+    def new_write(self) -> TableWrite:
+        return TableWrite(self)
+
+    def new_commit(self) -> FileStoreCommit:
+        return FileStoreCommit(self)
+
+    def commit(self, messages: Sequence[CommitMessage], commit_user: str | None = None,
+               commit_identifier: int | None = None, commit_kind: str = "APPEND",
+               base_snapshot_id: int | None = None, properties: dict[str, str] | None = None) -> Snapshot | None:
+        return FileStoreCommit(self).commit(messages, commit_kind, commit_user, commit_identifier,
+                                            base_snapshot_id, properties)
+
+    def _write_and_commit(self, produce, commit_user: str | None, commit_identifier: int | None) -> Snapshot | None:
+        if commit_user is not None and commit_identifier is not None:
+            existing = self.snapshot_manager.find_commit(commit_user, int(commit_identifier))
+            if existing is not None:
+                return existing
+        base = self.latest_snapshot()
+        messages = produce(base)
+        if not messages:
+            return None
+        return self.commit(messages, commit_user, commit_identifier, "APPEND",
+                           base.id if base is not None else 0)
+
+    def write(self, data: pa.Table | pa.RecordBatch, commit_user: str | None = None,
+              commit_identifier: int | None = None, kinds: pa.Array | None = None) -> Snapshot | None:
+        """One atomic commit: upsert for primary-key tables, append for append tables."""
+        return self._write_and_commit(lambda base: self.new_write().write(data, kinds, base),
+                                      commit_user, commit_identifier)
+
+    def delete(self, keys: pa.Table, commit_user: str | None = None,
+               commit_identifier: int | None = None) -> Snapshot | None:
+        """One commit that deletes these primary keys."""
+        return self._write_and_commit(lambda base: self.new_write().delete_rows(keys, base),
+                                      commit_user, commit_identifier)
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r}, path={self.path!r})"

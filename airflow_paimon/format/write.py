@@ -1,0 +1,177 @@
+"""Turning Arrow rows into data files and commit messages, locally or in another process.
+
+`TableWrite.write` does everything for one batch in this process. Distributed writers (Spark tasks) call
+`TableWrite.write_bucket` with the rows of one bucket and the first sequence number the driver handed them, and
+send the returned `CommitMessage.to_dict()` back to the driver, which commits them all at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .bucketing import bucket_ids
+from .commit import CommitMessage
+from .data_file import DELETE, INSERT, write_append_file, write_kv_file
+from .errors import InvalidDataError, SchemaMismatchError
+
+if TYPE_CHECKING:
+    from .table import Table
+
+
+def conform(table: "Table", data: pa.Table | pa.RecordBatch, required: Sequence[str] | None = None) -> pa.Table:
+    """`data` cast to the table's schema; columns missing from `data` are an error unless not `required`."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    target = table.schema().logical_arrow_schema()
+    unknown = [n for n in data.column_names if n not in target.names]
+    if unknown:
+        raise SchemaMismatchError(f"columns {unknown} are not in the table schema {target.names}")
+    need = target.names if required is None else list(required)
+    missing = [n for n in need if n not in data.column_names]
+    if missing:
+        raise SchemaMismatchError(f"columns {missing} are missing from the data (table schema: {target.names})")
+    arrays = []
+    for f in target:
+        if f.name in data.column_names:
+            col = data.column(f.name)
+            if col.type != f.type:
+                try:
+                    col = col.cast(f.type, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise SchemaMismatchError(
+                        f"column {f.name!r}: cannot store {col.type} in a {f.type} column ({e})") from None
+            if not f.nullable and col.null_count:
+                kind = "primary key" if f.name in table.schema().primary_keys else "NOT NULL"
+                raise InvalidDataError(f"column {f.name!r} is {kind} but {col.null_count} row(s) are null")
+        else:
+            col = pa.nulls(data.num_rows, f.type)
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in target]))
+
+
+def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np.ndarray:
+    """One int64 per row, equal exactly for rows of the same (partition, bucket)."""
+    gid = np.zeros(data.num_rows, dtype=np.int64)
+    for name in table.schema().partition_keys:
+        enc = pc.dictionary_encode(data.column(name)).combine_chunks()
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        codes = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), len(enc.dictionary), codes)
+        gid = gid * (len(enc.dictionary) + 1) + codes
+    if buckets is not None:
+        gid = gid * table.core_options.bucket + buckets
+    return gid
+
+
+def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
+    if len(gid_sorted) == 0:
+        return []
+    cuts = np.flatnonzero(gid_sorted[1:] != gid_sorted[:-1]) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(gid_sorted)]])
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
+    """Mask of rows that are the last of a run of equal keys in key-sorted data."""
+    last = np.ones(n, dtype=bool)
+    if n <= 1:
+        return last
+    differs = np.zeros(n - 1, dtype=bool)
+    for col in sorted_keys:
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        ne = pc.not_equal(col.slice(0, n - 1), col.slice(1))
+        ne = pc.fill_null(ne, True) if ne.null_count else ne
+        differs |= ne.to_numpy(zero_copy_only=False)
+    last[:-1] = differs
+    return last
+
+
+class TableWrite:
+    def __init__(self, table: "Table"):
+        self.table = table
+        self.schema = table.schema()
+
+    # ---- whole batches in this process -----------------------------------------------------------
+    def write(self, data: pa.Table, kinds: pa.Array | None = None, base_snapshot: Any = None,
+              required: Sequence[str] | None = None) -> list[CommitMessage]:
+        """Files for `data` (kinds: per-row RowKind, default +I) against `base_snapshot`'s sequence numbers."""
+        data = conform(self.table, data, required)
+        if data.num_rows == 0:
+            return []
+        if not self.table.is_primary_key:
+            return self._write_append(data, base_snapshot)
+        kinds = pa.array(np.full(data.num_rows, INSERT, dtype=np.int8)) if kinds is None else kinds
+        data = data.append_column("__kind", kinds.cast(pa.int8()) if isinstance(kinds, pa.Array) else kinds)
+        buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
+        gid = _group_ids(self.table, data, buckets)
+        data = data.append_column("__gid", pa.array(gid))
+        keys = self.schema.trimmed_primary_keys
+        order = pc.sort_indices(data, sort_keys=[("__gid", "ascending")] + [(k, "ascending") for k in keys])
+        data = data.take(order)
+        gid_sorted = data.column("__gid").to_numpy()
+        keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
+        if not keep.all():
+            data = data.filter(pa.array(keep))
+            gid_sorted = gid_sorted[keep]
+        buckets_sorted = (gid_sorted % self.table.core_options.bucket).astype(np.int32)
+        next_seq = self.table.next_sequence_numbers(base_snapshot)
+        messages = []
+        for start, end in _boundaries(gid_sorted):
+            part = data.slice(start, end - start)
+            partition = tuple(part.column(k)[0].as_py() for k in self.schema.partition_keys)
+            bucket = int(buckets_sorted[start])
+            seq0 = next_seq.get((partition, bucket), 0)
+            messages.append(self.write_bucket(partition, bucket, part.drop_columns(["__kind", "__gid"]),
+                                              part.column("__kind"), seq0))
+        return messages
+
+    def _write_append(self, data: pa.Table, base_snapshot: Any) -> list[CommitMessage]:
+        pkeys = self.schema.partition_keys
+        next_seq = self.table.next_sequence_numbers(base_snapshot)
+        if not pkeys:
+            return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
+        gid = _group_ids(self.table, data, None)
+        order = np.argsort(gid, kind="stable")
+        data = data.take(pa.array(order))
+        messages = []
+        for start, end in _boundaries(gid[order]):
+            part = data.slice(start, end - start)
+            partition = tuple(part.column(k)[0].as_py() for k in pkeys)
+            messages.append(self.write_bucket(partition, 0, part, None, next_seq.get((partition, 0), 0)))
+        return messages
+
+    # ---- one bucket (also from other processes) -----------------------------------------------------
+    def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
+                     first_sequence: int, level: int = 0, file_source: int = 0) -> CommitMessage:
+        """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key."""
+        table = self.table
+        bucket_dir = table.bucket_dir(partition, bucket)
+        compression = table.core_options.file_compression
+        if table.is_primary_key:
+            n = rows.num_rows
+            if kinds is None:
+                kinds = pa.array(np.full(n, INSERT, dtype=np.int8))
+            seq = pa.array(np.arange(first_sequence, first_sequence + n, dtype=np.int64))
+            if isinstance(kinds, pa.ChunkedArray):
+                kinds = kinds.combine_chunks()
+            meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
+                                 compression, level=level, file_source=file_source)
+        else:
+            meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
+                                     file_source=file_source)
+        return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])
+
+    def delete_rows(self, keys: pa.Table, base_snapshot: Any = None) -> list[CommitMessage]:
+        """-D rows for the given primary keys (other columns may be absent)."""
+        if not self.table.is_primary_key:
+            raise InvalidDataError("delete by key needs a primary-key table; this table is append-only")
+        pk = list(self.schema.primary_keys)
+        missing = [k for k in pk if k not in keys.column_names]
+        if missing:
+            raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
+        kinds = pa.array(np.full(keys.num_rows, DELETE, dtype=np.int8))
+        return self.write(keys, kinds, base_snapshot, required=pk)
