@@ -46,7 +46,7 @@ def _fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
 
 
 def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequence[str],
-                  ordered_runs: bool, has_retractions: bool) -> pa.Table:
+                  ordered_runs: bool, has_retractions: bool = True) -> pa.Table:
     """Newest row per key out of `parts` (files ordered oldest first), retractions dropped."""
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     n = data.num_rows
@@ -95,8 +95,8 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
                                 [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
         parts = _read_files(table, split, needed + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(split.files, split.files[1:]))
-        retractions = any(f.delete_row_count is None or f.delete_row_count > 0 for f in split.files)
-        data = merge_on_read(parts, keys, seq_fields, ordered, retractions)
+        # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
+        data = merge_on_read(parts, keys, seq_fields, ordered, True)
     else:
         parts = _read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
