@@ -7,6 +7,8 @@ send the returned `CommitMessage.to_dict()` back to the driver, which commits th
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -119,15 +121,21 @@ class TableWrite:
             gid_sorted = gid_sorted[keep]
         buckets_sorted = (gid_sorted % self.table.core_options.bucket).astype(np.int32)
         next_seq = self.table.next_sequence_numbers(base_snapshot)
-        messages = []
+        jobs = []
         for start, end in _boundaries(gid_sorted):
             part = data.slice(start, end - start)
             partition = tuple(part.column(k)[0].as_py() for k in self.schema.partition_keys)
             bucket = int(buckets_sorted[start])
             seq0 = next_seq.get((partition, bucket), 0)
-            messages.append(self.write_bucket(partition, bucket, part.drop_columns(["__kind", "__gid"]),
-                                              part.column("__kind"), seq0))
-        return messages
+            jobs.append((partition, bucket, part.drop_columns(["__kind", "__gid"]), part.column("__kind"), seq0))
+        return self._run(jobs)
+
+    def _run(self, jobs: list[tuple]) -> list[CommitMessage]:
+        """Write buckets in parallel: Parquet encoding releases the GIL."""
+        if len(jobs) <= 1:
+            return [self.write_bucket(*job) for job in jobs]
+        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
+            return list(pool.map(lambda job: self.write_bucket(*job), jobs))
 
     def _write_append(self, data: pa.Table, base_snapshot: Any) -> list[CommitMessage]:
         pkeys = self.schema.partition_keys
@@ -137,12 +145,12 @@ class TableWrite:
         gid = _group_ids(self.table, data, None)
         order = np.argsort(gid, kind="stable")
         data = data.take(pa.array(order))
-        messages = []
+        jobs = []
         for start, end in _boundaries(gid[order]):
             part = data.slice(start, end - start)
             partition = tuple(part.column(k)[0].as_py() for k in pkeys)
-            messages.append(self.write_bucket(partition, 0, part, None, next_seq.get((partition, 0), 0)))
-        return messages
+            jobs.append((partition, 0, part, None, next_seq.get((partition, 0), 0)))
+        return self._run(jobs)
 
     # ---- one bucket (also from other processes) -----------------------------------------------------
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,

@@ -1,0 +1,93 @@
+"""Bad input gets an error that names the problem, and the table's files stay byte-for-byte as they were."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.format import (InvalidDataError, InvalidOptionError, PaimonError, SchemaMismatchError,
+                                   SnapshotNotFoundError, TagNotFoundError, UnsupportedTableError)
+
+from .conftest import ORDERS, orders, tree_digest
+
+
+@pytest.fixture
+def table(catalog):
+    t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "2"})
+    t.write(orders(range(5)))
+    return t
+
+
+@pytest.mark.parametrize("data, error, message", [
+    (pa.table({"id": [1], "dt": ["x"], "name": ["a"], "amount": [1.0], "extra": [1]}), SchemaMismatchError, "extra"),
+    (pa.table({"id": [1], "dt": ["x"], "name": ["a"]}), SchemaMismatchError, "amount"),
+    (pa.table({"id": [1], "dt": ["x"], "name": ["a"], "amount": ["not a number"]}), SchemaMismatchError, "amount"),
+    (pa.table({"id": pa.array([1, None], pa.int64()), "dt": ["x", "y"], "name": ["a", "b"], "amount": [1.0, 2.0]}),
+     InvalidDataError, "primary key"),
+])
+def test_bad_writes_change_nothing(table, data, error, message):
+    before = tree_digest(table.path)
+    with pytest.raises(error, match=message):
+        table.write(data)
+    assert tree_digest(table.path) == before
+
+
+def test_delete_without_key_columns(table):
+    before = tree_digest(table.path)
+    with pytest.raises(SchemaMismatchError, match="id"):
+        table.delete(pa.table({"name": ["a"]}))
+    assert tree_digest(table.path) == before
+
+
+def test_unknown_snapshot_and_tag(table):
+    before = tree_digest(table.path)
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 99"):
+        table.read(snapshot_id=99)
+    with pytest.raises(TagNotFoundError, match="nope"):
+        table.read(tag="nope")
+    with pytest.raises(SnapshotNotFoundError, match="no snapshot or tag"):
+        table.read(as_of="2001-01-01")
+    with pytest.raises(SchemaMismatchError, match="nothing"):
+        table.read(columns=["nothing"])
+    assert tree_digest(table.path) == before
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"primary_keys": ["id"], "options": {"bucket": "0"}}, UnsupportedTableError, "bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "x"}}, InvalidOptionError, "bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "2", "merge-engine": "aggregation"}}, UnsupportedTableError,
+     "merge-engine"),
+    ({"primary_keys": ["id"], "options": {"bucket": "2", "file.format": "orc"}}, UnsupportedTableError, "orc"),
+    ({"primary_keys": ["id"], "options": {"bucket": "2", "snapshot.num-retained.min": "-1"}}, InvalidOptionError,
+     "snapshot.num-retained.min"),
+    ({"primary_keys": ["id"], "options": {"bucket": "2", "snapshot.time-retained": "soon"}}, InvalidOptionError,
+     "snapshot.time-retained"),
+    ({"primary_keys": ["missing"]}, InvalidOptionError, "missing"),
+    ({"primary_keys": ["dt"], "partition_keys": ["dt"]}, InvalidOptionError, "partition"),
+    ({"partition_keys": ["dt"], "options": {"bucket": "4"}}, UnsupportedTableError, "bucket"),
+])
+def test_bad_tables_are_refused_before_anything_is_written(catalog, kwargs, error, message):
+    before = tree_digest(catalog.warehouse)
+    with pytest.raises(error, match=message):
+        catalog.create_table("db.bad", ORDERS, **kwargs)
+    assert tree_digest(catalog.warehouse) == before
+    assert not catalog.table_exists("db.bad")
+
+
+def test_unsupported_types_are_refused(catalog):
+    with pytest.raises(UnsupportedTableError, match="list"):
+        catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("xs", pa.list_(pa.int64()))]))
+
+
+def test_opening_a_table_with_an_unsupported_column_type(catalog, tmp_path):
+    t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "1"})
+    schema_file = f"{t.path}/schema/schema-0"
+    text = open(schema_file).read().replace('"type": "DOUBLE"', '"type": "ARRAY<INT>"')
+    open(schema_file, "w").write(text)
+    with pytest.raises(UnsupportedTableError, match="ARRAY<INT>"):
+        catalog.get_table("db.orders")
+
+
+def test_bad_identifier(catalog):
+    with pytest.raises(PaimonError, match="database.table"):
+        catalog.get_table("no_dot")

@@ -1,0 +1,75 @@
+"""The files a commit leaves behind have Paimon's names, fields and layout."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_paimon.format.binary_row import deserialize_row
+
+from .conftest import ORDERS, orders
+
+
+def test_layout_schema_snapshot_manifests_and_data_files(catalog):
+    t = catalog.create_table("db.orders", ORDERS, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "2"})
+    t.write(orders(range(10), "2026-11-20"))
+    t.write(orders(range(5), "2026-11-21", version=1))
+    root = Path(catalog.warehouse) / "db.db" / "orders"
+
+    schema = json.loads((root / "schema" / "schema-0").read_text())
+    assert schema["fields"][0] == {"id": 0, "name": "id", "type": "BIGINT NOT NULL"}
+    assert schema["fields"][1]["type"] == "STRING NOT NULL" and schema["fields"][2]["type"] == "STRING"
+    assert schema["partitionKeys"] == ["dt"] and schema["primaryKeys"] == ["id", "dt"]
+    assert schema["highestFieldId"] == 3 and schema["options"] == {"bucket": "2"}
+
+    assert (root / "snapshot" / "LATEST").read_text() == "2"
+    assert (root / "snapshot" / "EARLIEST").read_text() == "1"
+    snap = json.loads((root / "snapshot" / "snapshot-2").read_text())
+    for key in ("version", "id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+                "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount"):
+        assert key in snap, key
+    assert snap["version"] == 3 and snap["commitKind"] == "APPEND" and snap["totalRecordCount"] == 15
+    assert snap["deltaRecordCount"] == 5 and snap["commitIdentifier"] == 2**63 - 1
+
+    lst = list(fastavro.reader(io.BytesIO((root / "manifest" / snap["deltaManifestList"]).read_bytes())))
+    assert len(lst) == 1 and lst[0]["_NUM_ADDED_FILES"] >= 1 and lst[0]["_NUM_DELETED_FILES"] == 0
+    entries = list(fastavro.reader(io.BytesIO((root / "manifest" / lst[0]["_FILE_NAME"]).read_bytes())))
+    assert {e["_KIND"] for e in entries} == {0} and {e["_TOTAL_BUCKETS"] for e in entries} == {2}
+    assert {tuple(deserialize_row(e["_PARTITION"], [pa.string()])) for e in entries} == {("2026-11-21",)}
+    f = entries[0]["_FILE"]
+    assert f["_FILE_NAME"].startswith("data-") and f["_FILE_NAME"].endswith(".parquet")
+    assert f["_LEVEL"] == 0 and f["_SCHEMA_ID"] == 0
+
+    data_file = root / "dt=2026-11-21" / f"bucket-{entries[0]['_BUCKET']}" / f["_FILE_NAME"]
+    pf = pq.ParquetFile(data_file)
+    assert pf.schema_arrow.names == ["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "dt", "name", "amount"]
+    field_ids = [pf.schema_arrow.field(i).metadata[b"PARQUET:field_id"] for i in range(4)]
+    assert field_ids == [str(2**30 - 1).encode(), str(2**31 - 2).encode(), str(2**31 - 3).encode(), b"0"]
+    rows = pf.read()
+    assert rows.column("_KEY_id").to_pylist() == sorted(rows.column("_KEY_id").to_pylist())
+    assert rows.num_rows == f["_ROW_COUNT"] and set(rows.column("_VALUE_KIND").to_pylist()) == {0}
+    assert deserialize_row(f["_MIN_KEY"], [pa.int64()]) == [min(rows.column("id").to_pylist())]
+    assert deserialize_row(f["_MAX_KEY"], [pa.int64()]) == [max(rows.column("id").to_pylist())]
+
+
+def test_append_table_files_hold_columns_only(catalog):
+    t = catalog.create_table("db.events", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(4), "x"))
+    files = list((Path(catalog.warehouse) / "db.db" / "events" / "dt=x" / "bucket-0").iterdir())
+    assert len(files) == 1
+    assert pq.ParquetFile(files[0]).schema_arrow.names == ["id", "dt", "name", "amount"]
+
+
+def test_partition_directories_escape_and_default_name(catalog):
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    t = catalog.create_table("db.esc", schema, partition_keys=["p"])
+    t.write(pa.table({"id": [1, 2, 3], "p": ["a/b", None, "c=d"]}, schema=schema))
+    dirs = sorted(p.name for p in (Path(catalog.warehouse) / "db.db" / "esc").iterdir() if p.name.startswith("p="))
+    assert dirs == ["p=__DEFAULT_PARTITION__", "p=a%2Fb", "p=c%3Dd"]
+    assert sorted(map(str, t.read().column("p").to_pylist())) == ["None", "a/b", "c=d"]
