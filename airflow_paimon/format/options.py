@@ -7,28 +7,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Mapping
 
+from . import periods
 from .errors import InvalidOptionError, UnsupportedTableError
 
-_DURATION_UNITS = {
-    "ns": 1e-9, "nano": 1e-9, "nanos": 1e-9, "nanosecond": 1e-9, "nanoseconds": 1e-9,
-    "us": 1e-6, "micro": 1e-6, "micros": 1e-6, "microsecond": 1e-6, "microseconds": 1e-6,
-    "ms": 1e-3, "milli": 1e-3, "millis": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
-
-
 def parse_duration(text: str, option: str = "duration") -> timedelta:
-    """Paimon's duration syntax (`1 h`, `30min`, `7d`, `500 ms`; a bare number is milliseconds)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m:
-        raise InvalidOptionError(f"{option}: {text!r} is not a duration (examples: '1 h', '30 min', '7 d')")
-    unit = m.group(2).lower() or "ms"
-    if unit not in _DURATION_UNITS:
-        raise InvalidOptionError(f"{option}: unknown time unit {m.group(2)!r} in {text!r}")
-    return timedelta(seconds=int(m.group(1)) * _DURATION_UNITS[unit])
+    """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
+    try:
+        return periods.parse_duration(text)
+    except ValueError as e:
+        raise InvalidOptionError(f"{option}: {e}") from None
 
 
 def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int | None = None) -> int | None:

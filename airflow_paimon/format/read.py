@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from .data_file import DELETE, UPDATE_BEFORE
 from .scan import Split
@@ -27,11 +28,18 @@ _PARQUET = ds.ParquetFileFormat()
 
 
 def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
+    """Each file's `columns`, in `schema`'s types; columns a file lacks (older schemas) read as nulls."""
     out = []
     for meta in split.files:
-        path = table.data_file_path(split.partition, split.bucket, meta)
-        frag = _PARQUET.make_fragment(table.io.fs_path(path), table.io.fs)
-        data = ds.FileSystemDataset([frag], schema, _PARQUET, table.io.fs).to_table(columns=columns)
+        path = table.io.fs_path(table.data_file_path(split.partition, split.bucket, meta))
+        try:
+            data = pq.read_table(path, columns=columns, filesystem=table.io.fs)
+        except (pa.ArrowInvalid, KeyError):
+            frag = _PARQUET.make_fragment(path, table.io.fs)
+            data = ds.FileSystemDataset([frag], schema, _PARQUET, table.io.fs).to_table(columns=columns)
+        target = pa.schema([schema.field(c) for c in columns])
+        if data.schema != target:
+            data = data.cast(target)
         out.append(data)
     return out
 
