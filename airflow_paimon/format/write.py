@@ -68,6 +68,25 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np
     return gid
 
 
+def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str]) -> pa.Array | np.ndarray:
+    """Row order by (group, key), stable so that the last of duplicate keys stays last."""
+    col = data.column(keys[0])
+    if len(keys) == 1 and pa.types.is_integer(col.type) and col.null_count == 0 and data.num_rows:
+        k = col.to_numpy().astype(np.int64, copy=False)
+        lo, hi = int(k.min()), int(k.max())
+        span = hi - lo + 1
+        if span * (int(gid.max()) + 1) < 2**62:
+            # One int64 per row orders by group then key; the fast unstable sort is exact when keys are unique,
+            # and duplicates (rare: one batch updating a key twice) fall back to a stable sort.
+            combined = gid * span + (k - lo)
+            order = np.argsort(combined)
+            ordered = combined[order]
+            if (ordered[1:] == ordered[:-1]).any():
+                order = np.argsort(combined, kind="stable")
+            return order
+    return pc.sort_indices(data, sort_keys=[("__gid", "ascending")] + [(k, "ascending") for k in keys])
+
+
 def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
     if len(gid_sorted) == 0:
         return []
@@ -112,8 +131,7 @@ class TableWrite:
         gid = _group_ids(self.table, data, buckets)
         data = data.append_column("__gid", pa.array(gid))
         keys = self.schema.trimmed_primary_keys
-        order = pc.sort_indices(data, sort_keys=[("__gid", "ascending")] + [(k, "ascending") for k in keys])
-        data = data.take(order)
+        data = data.take(_sort_order(data, gid, keys))
         gid_sorted = data.column("__gid").to_numpy()
         keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
         if not keep.all():
