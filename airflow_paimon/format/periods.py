@@ -246,6 +246,11 @@ def parse_timezone(value: str | _dt.tzinfo | None) -> Timezone | FixedTimezone:
 
 def timezone_name(tz: _dt.tzinfo) -> str:
     """The name ``parse_timezone`` reads back: ``Europe/Berlin``, ``UTC`` or ``+08:00``."""
+    if isinstance(tz, FixedTimezone) and tz.offset % 60:
+        # pendulum names a fixed offset to the minute; keep its seconds so the name reads back exactly.
+        sign = "-" if tz.offset < 0 else "+"
+        total = abs(tz.offset)
+        return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
     name = getattr(tz, "name", None) or getattr(tz, "key", None)
     if isinstance(name, str) and name:
         return name

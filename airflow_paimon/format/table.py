@@ -250,5 +250,40 @@ class Table:
         return self._write_and_commit(lambda base: self.new_write().delete_rows(keys, base),
                                       commit_user, commit_identifier)
 
+    # ---- upkeep: tags, expiry, rollback, orphans, system tables (format/cleanup.py, format/tags.py) ------
+    def create_tag(self, name: str, snapshot_id: int | None = None, as_of: Any = None,
+                   time_retained: Any = None, replace: bool = False) -> "Any":
+        return self.tags.create(name, snapshot_id, as_of, time_retained, replace)
+
+    def delete_tag(self, name: str, dry_run: bool = False) -> "Any":
+        return self.tags.delete(name, dry_run)
+
+    def rename_tag(self, old: str, new: str) -> "Any":
+        return self.tags.rename(old, new)
+
+    def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
+                         *, now: Any = None, progress: Any = None) -> "Any":
+        from .cleanup import expire_snapshots
+        return expire_snapshots(self, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress)
+
+    def expire_tags(self, now: Any = None, dry_run: bool = False, *, progress: Any = None) -> "Any":
+        from .cleanup import expire_tags
+        return expire_tags(self, now, dry_run, progress)
+
+    def rollback(self, to: Any, dry_run: bool = False, *, progress: Any = None) -> "Any":
+        from .cleanup import rollback
+        return rollback(self, to, dry_run, progress)
+
+    def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False, *, now: Any = None,
+                            progress: Any = None) -> "Any":
+        from .cleanup import remove_orphan_files
+        return remove_orphan_files(self, older_than, dry_run, now, progress)
+
+    def system_table(self, name: str, snapshot_id: int | None = None, tag: str | None = None,
+                     as_of: Any = None) -> pa.Table:
+        from .system_tables import system_table
+        return system_table(self, name, snapshot_id, tag, as_of)
+
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, path={self.path!r})"

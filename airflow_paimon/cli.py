@@ -1,0 +1,521 @@
+"""`airflow-paimon`: look at and look after Paimon tables from a shell, without Airflow.
+
+    airflow-paimon snapshots sales.orders --warehouse /data/warehouse
+    airflow-paimon tag create sales.orders 2026-11-20 --as-of "2026-11-21 02:00"
+    airflow-paimon expire-snapshots sales.orders --retain-min 20 --dry-run
+
+Every command takes the table (`database.table`) first and `--warehouse URI` (default: $PAIMON_WAREHOUSE).
+Listings print an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
+(`2026-11-20`, `2026-11-20 02:00:00`, `2026-11-20T02:00:00+01:00`); without an offset they are UTC, and times
+printed are UTC too. Errors print one line on stderr and exit with status 1 (2 for a bad command line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+ENV_WAREHOUSE = "PAIMON_WAREHOUSE"
+PROG = "airflow-paimon"
+
+
+class CliError(Exception):
+    """A problem with what was asked; printed as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line on stderr (and exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parsing values
+# ---------------------------------------------------------------------------------------------------------
+
+def parse_time(text: str) -> int:
+    """ISO 8601 date or date-time, with or without an offset (none: UTC) -> epoch milliseconds."""
+    raw = str(text).strip()
+    value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+    try:
+        if len(value) == 10 and value[4] == "-" and value[7] == "-":
+            parsed = dt.datetime.combine(dt.date.fromisoformat(value), dt.time())
+        else:
+            parsed = dt.datetime.fromisoformat(value)
+    except (ValueError, IndexError):
+        raise CliError(f"{raw!r} is not an ISO 8601 time (examples: 2026-11-20, '2026-11-20 02:00:00', "
+                       "2026-11-20T02:00:00+01:00)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def _utc(millis: int | None) -> str | None:
+    if millis is None:
+        return None
+    return dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _local_naive_to_utc(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return _utc(int(value.astimezone().timestamp() * 1000))
+
+
+def _human_bytes(n: int | None) -> str:
+    if n is None:
+        return ""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------------------------
+
+def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An aligned plain-text table: numbers right-aligned, empty cells for missing values."""
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [len(c) for c in columns]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    numeric = [all(_is_number(r[i]) for r in rows if r[i] is not None) and any(r[i] is not None for r in rows)
+               for i in range(len(columns))]
+
+    def line(values: Sequence[str]) -> str:
+        out = []
+        for i, v in enumerate(values):
+            out.append(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    parts = [line(list(columns)), line(["-" * w for w in widths])]
+    parts += [line(r) for r in cells]
+    return "\n".join(parts)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def _print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=2, default=_json_default))
+
+
+def _listing(args: argparse.Namespace, columns: list[str], rows: list[dict[str, Any]],
+             empty: str) -> None:
+    if args.json:
+        _print_json(rows)
+        return
+    if not rows:
+        print(empty)
+        return
+    print(render_table(columns, [[r.get(c) for c in columns] for r in rows]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------------------
+
+def _table(args: argparse.Namespace):
+    from airflow_paimon.format import Catalog
+    warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
+    if not warehouse:
+        raise CliError(f"no warehouse: pass --warehouse URI or set {ENV_WAREHOUSE}")
+    return Catalog(warehouse).get_table(args.table)
+
+
+def _progress():
+    from airflow_paimon.format.cleanup import tty_progress
+    return tty_progress(sys.stderr)
+
+
+def _end_progress(progress) -> None:
+    if progress is not None:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
+
+
+def cmd_snapshots(args: argparse.Namespace) -> int:
+    table = _table(args)
+    rows = []
+    for s in table.snapshots():
+        rows.append({
+            "snapshot_id": s.id, "schema_id": s.schema_id, "commit_kind": s.commit_kind,
+            "commit_time": _utc(s.time_millis), "total_records": s.total_record_count,
+            "delta_records": s.delta_record_count, "commit_user": s.commit_user,
+            "commit_identifier": s.commit_identifier, "base_manifest_list": s.base_manifest_list,
+            "delta_manifest_list": s.delta_manifest_list, "changelog_manifest_list": s.changelog_manifest_list,
+            "watermark": s.watermark,
+        })
+    _listing(args, ["snapshot_id", "schema_id", "commit_kind", "commit_time", "total_records", "delta_records",
+                    "commit_user"], rows, f"{table.identifier} has no snapshots")
+    return 0
+
+
+def cmd_tags(args: argparse.Namespace) -> int:
+    table = _table(args)
+    rows = []
+    from airflow_paimon.format.tags import java_duration_string
+    for t in sorted(table.tags.list(), key=lambda t: (t.snapshot.id, t.name)):
+        s = t.snapshot
+        rows.append({
+            "tag_name": t.name, "snapshot_id": s.id, "schema_id": s.schema_id,
+            "commit_time": _utc(s.time_millis), "record_count": s.total_record_count,
+            "create_time": _local_naive_to_utc(t.create_time),
+            "time_retained": java_duration_string(t.time_retained) if t.time_retained is not None else None,
+            "expires": _local_naive_to_utc(t.expires_at),
+        })
+    _listing(args, ["tag_name", "snapshot_id", "commit_time", "record_count", "time_retained", "expires"], rows,
+             f"{table.identifier} has no tags")
+    return 0
+
+
+def cmd_files(args: argparse.Namespace) -> int:
+    table = _table(args)
+    data = table.system_table("files", snapshot_id=args.snapshot, tag=args.tag)
+    rows = data.to_pylist()
+    if args.json:
+        _print_json(rows)
+        return 0
+    prefix = table.path + "/"
+    out = []
+    for r in rows:
+        path = r["file_path"]
+        out.append({"partition": r["partition"], "bucket": r["bucket"], "level": r["level"],
+                    "records": r["record_count"], "size": _human_bytes(r["file_size_in_bytes"]),
+                    "file": path[len(prefix):] if path.startswith(prefix) else path})
+    _listing(args, ["partition", "bucket", "level", "records", "size", "file"], out, "no data files")
+    return 0
+
+
+def cmd_tag_create(args: argparse.Namespace) -> int:
+    table = _table(args)
+    as_of = parse_time(args.as_of) if args.as_of is not None else None
+    existed = table.tags.exists(args.name) if _safe_name(args.name) else False
+    before = table.tags.get(args.name) if existed else None
+    tag = table.tags.create(args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=args.retain,
+                            replace=args.replace)
+    unchanged = before is not None and before.snapshot.id == tag.snapshot.id and before.create_time == tag.create_time
+    if args.json:
+        _print_json({"tag_name": tag.name, "snapshot_id": tag.snapshot.id, "created": not unchanged,
+                     "commit_time": _utc(tag.snapshot.time_millis),
+                     "time_retained": tag.time_retained.total_seconds() if tag.time_retained else None})
+    elif unchanged:
+        print(f"tag {tag.name!r} already exists on snapshot {tag.snapshot.id}; nothing changed")
+    else:
+        verb = "replaced" if before is not None else "created"
+        retained = f", retained {args.retain or tag.time_retained}" if tag.time_retained else ""
+        print(f"{verb} tag {tag.name!r} on snapshot {tag.snapshot.id} (committed {_utc(tag.snapshot.time_millis)})"
+              f"{retained}")
+    return 0
+
+
+def _safe_name(name: str) -> bool:
+    return bool(name.strip()) and "/" not in name and "\\" not in name and ".." not in name
+
+
+def _report(args: argparse.Namespace, result: Any, list_files: bool) -> None:
+    if args.json:
+        _print_json(result.to_dict())
+        return
+    print(result.summary())
+    if list_files:
+        for p in getattr(result, "files", []):
+            print(f"  {p.path if hasattr(p, 'path') else p}")
+
+
+def cmd_tag_delete(args: argparse.Namespace) -> int:
+    table = _table(args)
+    result = table.tags.delete(args.name, dry_run=args.dry_run)
+    _report(args, result, args.dry_run)
+    return 0
+
+
+def cmd_tag_rename(args: argparse.Namespace) -> int:
+    table = _table(args)
+    tag = table.tags.rename(args.old, args.new)
+    if args.json:
+        _print_json({"tag_name": tag.name, "previous_name": args.old, "snapshot_id": tag.snapshot.id})
+    else:
+        print(f"renamed tag {args.old!r} to {tag.name!r} (snapshot {tag.snapshot.id})")
+    return 0
+
+
+def cmd_expire_snapshots(args: argparse.Namespace) -> int:
+    table = _table(args)
+    older = parse_time(args.older_than) if args.older_than is not None else None
+    progress = _progress()
+    try:
+        result = table.expire_snapshots(retain_min=args.retain_min, retain_max=args.retain_max, older_than=older,
+                                        max_deletes=args.max_deletes, dry_run=args.dry_run, progress=progress)
+    finally:
+        _end_progress(progress)
+    _report(args, result, args.dry_run)
+    return 0
+
+
+def cmd_expire_tags(args: argparse.Namespace) -> int:
+    table = _table(args)
+    from airflow_paimon.format.cleanup import tags_to_expire
+    reasons = {t.name: why for t, why in tags_to_expire(table)}
+    progress = _progress()
+    try:
+        result = table.expire_tags(dry_run=args.dry_run, progress=progress)
+    finally:
+        _end_progress(progress)
+    if args.json:
+        doc = result.to_dict()
+        doc["reasons"] = {n: reasons.get(n) for n in result.tags}
+        _print_json(doc)
+        return 0
+    print(result.summary())
+    for name in result.tags:
+        print(f"  {name}: {reasons.get(name, 'expired')}")
+    if args.dry_run:
+        for p in result.files:
+            print(f"  {p}")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    table = _table(args)
+    text = args.to.strip()
+    is_tag = _safe_name(text) and table.tags.exists(text)
+    target: Any = text
+    if not (is_tag or text.isdigit()):
+        target = dt.datetime.fromtimestamp(parse_time(text) / 1000, dt.timezone.utc)
+    progress = _progress()
+    try:
+        result = table.rollback(target, dry_run=args.dry_run, progress=progress)
+    finally:
+        _end_progress(progress)
+    _report(args, result, args.dry_run)
+    return 0
+
+
+def cmd_remove_orphans(args: argparse.Namespace) -> int:
+    table = _table(args)
+    older = parse_time(args.older_than) if args.older_than is not None else None
+    progress = _progress()
+    try:
+        result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
+    finally:
+        _end_progress(progress)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    print(result.summary())
+    for f in result.files:
+        print(f"  {f.path}  ({_human_bytes(f.size)}, modified {_utc(f.mtime_ms)})")
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+    table = _table(args)
+    given = [x for x in (args.tag, args.snapshot, args.as_of) if x is not None]
+    if len(given) > 1:
+        raise CliError("give at most one of --tag, --snapshot and --as-of")
+    as_of = parse_time(args.as_of) if args.as_of is not None else None
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    data = table.read(snapshot_id=args.snapshot, tag=args.tag, as_of=as_of, columns=columns)
+    if args.limit is not None:
+        if args.limit < 0:
+            raise CliError("--limit must not be negative")
+        data = data.slice(0, args.limit)
+    fmt = args.format
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        if not args.output:
+            raise CliError("--format parquet needs --output FILE")
+        pq.write_table(data, args.output)
+        print(f"wrote {data.num_rows} row(s) to {args.output}", file=sys.stderr)
+        return 0
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+        if args.output:
+            pcsv.write_csv(data, args.output)
+        else:
+            sink = pa.BufferOutputStream()
+            pcsv.write_csv(data, sink)
+            sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
+        return 0
+    if fmt == "json":
+        text = json.dumps(data.to_pylist(), indent=2, default=_json_default) + "\n"
+    else:
+        rows = data.to_pylist()
+        text = render_table(data.column_names, [[r[c] for c in data.column_names] for r in rows]) + "\n" \
+            if rows else "(no rows)\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The parser
+# ---------------------------------------------------------------------------------------------------------
+
+def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
+    p.add_argument("table", help="the table, as database.table")
+    p.add_argument("--warehouse", metavar="URI", default=None,
+                   help=f"warehouse path or URI (default: ${ENV_WAREHOUSE})")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _sub(subs, name: str, help_text: str, example: str, func) -> argparse.ArgumentParser:
+    p = subs.add_parser(name, help=help_text, description=help_text, epilog=f"example:\n  {example}",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=func)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Look at and look after Apache Paimon tables (no Airflow needed).",
+                     epilog="example:\n  airflow-paimon snapshots sales.orders --warehouse /data/warehouse\n\n"
+                            "Times are ISO 8601; without an offset they are UTC.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subs.required = True
+
+    p = _sub(subs, "snapshots", "list the table's snapshots",
+             "airflow-paimon snapshots sales.orders --warehouse /data/warehouse", cmd_snapshots)
+    _common(p)
+
+    p = _sub(subs, "tags", "list the table's tags", "airflow-paimon tags sales.orders --json", cmd_tags)
+    _common(p)
+
+    p = _sub(subs, "files", "list the data files of the latest snapshot (or of a tag or snapshot)",
+             "airflow-paimon files sales.orders --tag 2026-11-20", cmd_files)
+    _common(p)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--tag", metavar="NAME", help="the files of this tag")
+    g.add_argument("--snapshot", metavar="N", type=int, help="the files of this snapshot")
+
+    tag = subs.add_parser("tag", help="create, delete or rename a tag", description="create, delete or rename a tag",
+                          epilog="example:\n  airflow-paimon tag create sales.orders 2026-11-20 --retain 30d",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    tag_subs = tag.add_subparsers(dest="tag_command", metavar="ACTION", parser_class=_Parser)
+    tag_subs.required = True
+    p = _sub(tag_subs, "create", "tag the latest snapshot (or snapshot N, or the latest at or before a time)",
+             "airflow-paimon tag create sales.orders 2026-11-20 --as-of '2026-11-21 02:00' --retain 7d",
+             cmd_tag_create)
+    _common(p)
+    p.add_argument("name", help="the tag name (not purely numeric; no '/', '\\' or '..')")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--snapshot", metavar="N", type=int, help="tag this snapshot")
+    g.add_argument("--as-of", metavar="TIME", help="tag the latest snapshot committed at or before TIME")
+    p.add_argument("--retain", metavar="DURATION",
+                   help="keep the tag this long (e.g. 7d, '12 h'); default: tag.default-time-retained")
+    p.add_argument("--replace", action="store_true", help="move an existing tag to the new snapshot")
+
+    p = _sub(tag_subs, "delete", "delete a tag and the files only it uses",
+             "airflow-paimon tag delete sales.orders 2026-11-20", cmd_tag_delete)
+    _common(p)
+    p.add_argument("name", help="the tag to delete")
+    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+
+    p = _sub(tag_subs, "rename", "rename a tag", "airflow-paimon tag rename sales.orders before-fix pre-2026-11-20",
+             cmd_tag_rename)
+    _common(p)
+    p.add_argument("old", help="the tag's current name")
+    p.add_argument("new", help="its new name")
+
+    p = _sub(subs, "expire-snapshots",
+             "expire old snapshots (table options snapshot.num-retained.min/max, snapshot.time-retained, "
+             "snapshot.expire.limit; arguments override them)",
+             "airflow-paimon expire-snapshots sales.orders --retain-min 20 --older-than 2026-11-01 --dry-run",
+             cmd_expire_snapshots)
+    _common(p)
+    p.add_argument("--retain-min", metavar="N", type=int, help="always keep at least the N newest snapshots")
+    p.add_argument("--retain-max", metavar="N", type=int, help="keep at most N snapshots")
+    p.add_argument("--older-than", metavar="TIME", help="expire snapshots superseded before TIME")
+    p.add_argument("--max-deletes", metavar="N", type=int, help="expire at most N snapshots in this run")
+    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+
+    p = _sub(subs, "expire-tags",
+             "delete tags whose retention ran out and periodic tags beyond tag.num-retained-max",
+             "airflow-paimon expire-tags sales.orders --dry-run", cmd_expire_tags)
+    _common(p)
+    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+
+    p = _sub(subs, "rollback", "roll the table back to a tag, a snapshot or a point in time",
+             "airflow-paimon rollback sales.orders --to 2026-11-20", cmd_rollback)
+    _common(p)
+    p.add_argument("--to", required=True, metavar="TAG|SNAPSHOT|TIME",
+                   help="a tag name, a snapshot id or an ISO 8601 time (a tag of that name wins)")
+    p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
+
+    p = _sub(subs, "remove-orphan-files",
+             "delete files nothing references that are older than a safety age (default: 1 day)",
+             "airflow-paimon remove-orphan-files sales.orders --older-than 2026-11-19 --dry-run",
+             cmd_remove_orphans)
+    _common(p)
+    p.add_argument("--older-than", metavar="TIME", help="only files last modified before TIME (default: now - 1 day)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+
+    p = _sub(subs, "read", "read rows of the latest snapshot (or of a tag, snapshot or time)",
+             "airflow-paimon read sales.orders --tag 2026-11-20 --limit 20 --format csv", cmd_read)
+    _common(p, json_flag=False)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--tag", metavar="NAME", help="read this tag")
+    g.add_argument("--snapshot", metavar="N", type=int, help="read this snapshot")
+    g.add_argument("--as-of", metavar="TIME", help="read the table as it was at TIME")
+    p.add_argument("--columns", metavar="A,B", help="only these columns")
+    p.add_argument("--limit", metavar="N", type=int, help="at most N rows")
+    p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",
+                   help="output format (default: table)")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    from airflow_paimon.format.errors import PaimonError
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        return 0
+    except (CliError, PaimonError, ValueError, OSError) as e:
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        sys.stderr.write(f"{PROG}: error: {message}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as e:  # a bug, not bad input: still one line, the traceback on request
+        if os.environ.get("AIRFLOW_PAIMON_DEBUG"):
+            raise
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        sys.stderr.write(f"{PROG}: error: unexpected {type(e).__name__}: {text} "
+                         "(set AIRFLOW_PAIMON_DEBUG=1 for a traceback)\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

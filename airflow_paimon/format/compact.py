@@ -1,0 +1,209 @@
+"""Compaction: full compaction of primary-key buckets, and merging small files of append tables.
+
+Full compaction of a primary-key bucket merges all its files with merge-on-read (newest version of each key,
+``sequence.field`` first, then ``_SEQUENCE_NUMBER``) and, because the output goes to the top level and replaces
+every file of the bucket, drops deleted keys. The rows keep their own sequence numbers and row kinds, so the new
+files cover the same sequence-number range as the old ones and later writes still order after them. The top
+level is ``num-levels - 1``; like Paimon, ``num-levels`` defaults to ``num-sorted-run.compaction-trigger + 1``
+(5 + 1 = 6, so level 5).
+
+Small files of an append table (bucket -1) are concatenated in sequence order into files of about
+``target-file-size``.
+
+A compaction is one commit of kind COMPACT with DELETE entries for the old files and ADD entries for the new ones.
+The old files stay on disk: snapshots and tags taken before the compaction still read them. Expiry removes them
+once nothing references them any more.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from .commit import CommitMessage
+from .data_file import write_append_file, write_kv_file
+from .errors import InvalidOptionError
+from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from .read import _fill_partition, _read_files, merge_on_read
+from .scan import ScanPlanner, Split
+from .schema import SEQUENCE_NUMBER, VALUE_KIND
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
+    from .table import Table
+
+__all__ = ["max_level", "needs_compaction", "compact_split", "compact_primary_key_bucket", "compact_append_files",
+           "plan_compaction", "compact"]
+
+DEFAULT_SORTED_RUN_TRIGGER = 5
+APPEND_DEFAULT_TARGET_FILE_SIZE = 256 << 20
+
+
+def _int_option(options: Mapping[str, str], key: str) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise InvalidOptionError(f"{key}: {raw!r} is not an integer") from None
+
+
+def max_level(table: "Table") -> int:
+    """The top level of the LSM tree: ``num-levels - 1`` (default num-levels: compaction trigger + 1)."""
+    opts = table.options()
+    levels = _int_option(opts, "num-levels")
+    if levels is None:
+        trigger = _int_option(opts, "num-sorted-run.compaction-trigger") or DEFAULT_SORTED_RUN_TRIGGER
+        levels = trigger + 1
+    if levels < 2:
+        raise InvalidOptionError(f"num-levels: {levels} is below 2")
+    return levels - 1
+
+
+def target_file_size(table: "Table") -> int:
+    if not table.is_primary_key and "target-file-size" not in table.options():
+        return APPEND_DEFAULT_TARGET_FILE_SIZE
+    return table.core_options.target_file_size
+
+
+def _has_deletes(f: DataFileMeta) -> bool:
+    return f.delete_row_count is None or f.delete_row_count > 0
+
+
+def needs_compaction(table: "Table", split: Split, target_size: int | None = None) -> bool:
+    """Whether compacting this split changes anything."""
+    if not split.files:
+        return False
+    if table.is_primary_key:
+        top = max_level(table)
+        return len(split.files) > 1 or split.files[0].level != top or _has_deletes(split.files[0])
+    size = target_size or target_file_size(table)
+    return sum(1 for f in split.files if f.file_size < size) >= 2
+
+
+def _chunks(n: int, rows_per_file: int) -> list[tuple[int, int]]:
+    rows_per_file = max(1, rows_per_file)
+    return [(s, min(n, s + rows_per_file)) for s in range(0, n, rows_per_file)]
+
+
+def _rows_per_file(files: Sequence[DataFileMeta], target_size: int) -> int:
+    rows = sum(f.row_count for f in files)
+    size = sum(f.file_size for f in files)
+    if rows == 0 or size == 0:
+        return max(1, rows)
+    return max(1, int(target_size / (size / rows)))
+
+
+def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
+    """Full compaction of one primary-key bucket into the top level; None when there is nothing to do."""
+    if not needs_compaction(table, split):
+        return None
+    schema = table.schema()
+    logical = schema.logical_arrow_schema()
+    keys = schema.trimmed_primary_keys
+    seq_fields = list(table.core_options.sequence_fields)
+    file_schema = pa.schema([f.with_nullable(True) for f in logical] +
+                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+    files = sorted(split.files, key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
+    ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id)
+    parts = _read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
+    ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
+    # Retractions are always dropped: the output replaces every file of the bucket at the top level.
+    merged = merge_on_read(parts, keys, seq_fields, ordered, True)
+    merged = _fill_partition(table, ordered_split, merged)
+    top = max_level(table)
+    bucket_dir = table.bucket_dir(split.partition, split.bucket)
+    compression = table.core_options.file_compression
+    new_files = []
+    per_file = _rows_per_file(files, target_size or target_file_size(table))
+    for start, end in _chunks(merged.num_rows, per_file):
+        chunk = merged.slice(start, end - start)
+        seq = chunk.column(SEQUENCE_NUMBER).combine_chunks()
+        kinds = chunk.column(VALUE_KIND).combine_chunks().cast(pa.int8())
+        rows = chunk.select(logical.names)
+        new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, compression, level=top,
+                                       file_source=FILE_SOURCE_COMPACT))
+    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, list(split.files))
+
+
+def compact_append_files(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
+    """Concatenate the small files of one append-table partition into files of about the target size."""
+    size = target_size or target_file_size(table)
+    small = sorted((f for f in split.files if f.file_size < size), key=lambda f: f.min_sequence_number)
+    if len(small) < 2:
+        return None
+    schema = table.schema()
+    logical = schema.logical_arrow_schema()
+    small_split = Split(split.partition, split.partition_bytes, split.bucket, small, split.snapshot_id)
+    parts = _read_files(table, small_split, logical.names, logical)
+    data = pa.concat_tables([p.cast(pa.schema([f.with_nullable(True) for f in logical])) for p in parts])
+    data = _fill_partition(table, small_split, data)
+    bucket_dir = table.bucket_dir(split.partition, split.bucket)
+    compression = table.core_options.file_compression
+    seq = small[0].min_sequence_number
+    new_files = []
+    for start, end in _chunks(data.num_rows, _rows_per_file(small, size)):
+        meta = write_append_file(table.io, bucket_dir, schema, data.slice(start, end - start), seq, compression,
+                                 file_source=FILE_SOURCE_COMPACT)
+        new_files.append(meta)
+        seq = meta.max_sequence_number + 1
+    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, small)
+
+
+def compact_split(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
+    """Compact one split (a primary-key bucket, or an append table's partition)."""
+    if table.is_primary_key:
+        return compact_primary_key_bucket(table, split, target_size)
+    return compact_append_files(table, split, target_size)
+
+
+def plan_compaction(table: "Table", snapshot: "Snapshot | None" = None,
+                    partitions: Iterable[Mapping[str, Any]] | None = None) -> list[Split]:
+    """The splits of `snapshot` (default latest), optionally of some partitions only, that need compaction."""
+    snap = snapshot if snapshot is not None else table.latest_snapshot()
+    if snap is None:
+        return []
+    splits = ScanPlanner(table).plan(table.file_entries(snap), None, snap.id)
+    if partitions:
+        specs = [dict(p) for p in partitions]
+        names = table.partition_keys
+        for spec in specs:
+            unknown = [k for k in spec if k not in names]
+            if unknown:
+                raise InvalidOptionError(f"{unknown} are not partition columns of {table.identifier} ({names})")
+        codec = table.partition_codec
+
+        def wanted(split: Split) -> bool:
+            values = codec.as_dict(split.partition)
+            return any(all(_same(values[k], v, table.schema().arrow_type(k)) for k, v in spec.items())
+                       for spec in specs)
+
+        splits = [s for s in splits if wanted(s)]
+    size = target_file_size(table)
+    return [s for s in splits if needs_compaction(table, s, size)]
+
+
+def _same(actual: Any, given: Any, arrow_type: pa.DataType) -> bool:
+    if actual is None or given is None:
+        return actual is None and given is None
+    try:
+        return pa.scalar(given).cast(arrow_type).as_py() == actual
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return str(given) == str(actual)
+
+
+def compact(table: "Table", partitions: Iterable[Mapping[str, Any]] | None = None,
+            commit_user: str | None = None, commit_identifier: int | None = None) -> "Snapshot | None":
+    """Compact the table (or some partitions) in this process: one COMPACT commit, or None if nothing to do."""
+    if commit_user is not None and commit_identifier is not None:
+        existing = table.snapshot_manager.find_commit(commit_user, int(commit_identifier))
+        if existing is not None:
+            return existing
+    base = table.latest_snapshot()
+    messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, base, partitions)) if m]
+    if not messages:
+        return None
+    return table.commit(messages, commit_user, commit_identifier, "COMPACT",
+                        base_snapshot_id=base.id if base is not None else 0)

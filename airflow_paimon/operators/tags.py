@@ -1,0 +1,485 @@
+"""Operators for a Paimon table's tags: create (periodic or named), delete, and roll the table back.
+
+They are thin: each parses its arguments, opens the table with :class:`~airflow_paimon.hooks.paimon.PaimonHook`
+and calls the format library (``airflow_paimon.format``), where the rules live.
+
+The periodic tag of a run (see "Periodic tags" in ARCHITECTURE.md): the table's options
+(``tag.create-time``, ``tag.create-interval``, ``sink.process-time-zone``, ``tag.period-formatter``, or
+Paimon's ``tag.automatic-creation`` options) give its calendar. The run covers
+
+* the period containing its data interval, when the interval is not empty (``TagPeriodTimetable``, or a cron
+  timetable with data intervals);
+* otherwise the last whole period ending at or before its logical date (or ``run_after`` when it has none):
+  a ``@daily`` run of Airflow 3 (start == end == logical date 2026-11-12 00:00) tags the period of 2026-11-11.
+
+The tag is named after the period's first day and points at the latest snapshot committed at or before the
+period's creation instant (period end + ``tag.create-time``), so a backfill tags what a live run would have.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import pendulum
+from airflow.sdk import Asset, AssetAlias, BaseOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_paimon.format.errors import PaimonError, TagNotFoundError
+from airflow_paimon.format.periods import Period, PeriodSpec
+from airflow_paimon.hooks.paimon import PaimonHook
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_paimon.format import Table
+
+__all__ = [
+    "DEFAULT_ASSET_ALIAS",
+    "CreateTagOperator",
+    "DeleteTagOperator",
+    "PaimonTableOperator",
+    "RollbackOperator",
+    "cleanup_summary",
+    "period_of_run",
+    "run_period",
+    "table_asset",
+    "table_asset_uri",
+]
+
+DEFAULT_ASSET_ALIAS = "paimon_tags"
+"""The asset alias CreateTagOperator emits its table's asset event through when no ``asset`` is given."""
+
+IF_EXISTS_MODES = ("verify", "replace", "fail")
+
+
+def _utcnow() -> pendulum.DateTime:
+    """The current time (a separate function so tests can freeze it)."""
+    return pendulum.now("UTC")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure helpers (no Airflow objects)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def period_of_run(
+    spec: PeriodSpec,
+    data_interval_start: dt.datetime | None = None,
+    data_interval_end: dt.datetime | None = None,
+    logical_date: dt.datetime | None = None,
+    run_after: dt.datetime | None = None,
+) -> Period:
+    """The period an Airflow run tags.
+
+    A non-empty data interval is about the period containing its start. An empty one (``start == end``,
+    as cron schedules give in Airflow 3) is about the last whole period ending at or before it. A run without
+    a data interval (a manual run in Airflow 3 may have none) is about the last whole period ending at or
+    before its logical date, or its ``run_after`` when it has no logical date either.
+    """
+    if data_interval_start is not None and data_interval_end is not None:
+        return spec.period_for_interval(data_interval_start, data_interval_end)
+    reference = logical_date if logical_date is not None else run_after
+    if reference is None:
+        reference = data_interval_end if data_interval_end is not None else data_interval_start
+    if reference is None:
+        raise ValueError("the run has no data interval, logical date or run_after to find its period from")
+    return spec.last_period_ending_at_or_before(reference)
+
+
+def table_asset_uri(warehouse: str, identifier: str) -> str:
+    """The asset URI of a table: ``paimon://<warehouse without scheme or credentials>/<database.table>``,
+    as Airflow normalises it: ``/data/wh`` gives ``paimon:/data/wh/db.t`` (no host), ``s3://bucket/wh``
+    gives ``paimon://bucket/wh/db.t``."""
+    if "://" in warehouse:
+        parts = urlsplit(warehouse)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        base = host + parts.path
+    else:
+        base = warehouse if warehouse.startswith("/") else "/" + warehouse
+    return Asset(uri=f"paimon://{base.rstrip('/')}/{identifier}").uri
+
+
+def table_asset(warehouse: str, identifier: str) -> Asset:
+    """The Airflow asset of a table (its name and URI are both :func:`table_asset_uri`)."""
+    return Asset(uri=table_asset_uri(warehouse, identifier))
+
+
+def cleanup_summary(result: Any) -> dict[str, Any]:
+    """A compact, JSON-serialisable summary of a format-library ``CleanupResult`` (for XCom and logs)."""
+    data_files = list(getattr(result, "data_files", []) or [])
+    changelog_files = list(getattr(result, "changelog_files", []) or [])
+    metadata_files = list(getattr(result, "metadata_files", []) or [])
+    summary = {
+        "operation": getattr(result, "operation", None),
+        "dry_run": bool(getattr(result, "dry_run", False)),
+        "snapshots": [int(s) for s in getattr(result, "snapshots", []) or []],
+        "tags": [str(t) for t in getattr(result, "tags", []) or []],
+        "data_files": len(data_files),
+        "changelog_files": len(changelog_files),
+        "metadata_files": len(metadata_files),
+        "files_freed": len(data_files) + len(changelog_files) + len(metadata_files),
+        "bytes_freed": int(getattr(result, "bytes_freed", 0) or 0),
+    }
+    for key in ("rolled_back_to", "restored_snapshot"):
+        value = getattr(result, key, None)
+        if value is not None:
+            summary[key] = int(value)
+    text = getattr(result, "summary", None)
+    summary["summary"] = text() if callable(text) else None
+    return summary
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return pendulum.instance(value).in_timezone("UTC").isoformat()
+
+
+def _snapshot_time(snapshot: Any) -> str:
+    return pendulum.from_timestamp(snapshot.time_millis / 1000, tz="UTC").isoformat()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Context helpers (Airflow run -> period)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run_period(spec: PeriodSpec, context: Context) -> Period:
+    """:func:`period_of_run` for the run of a task's ``context``."""
+    dag_run = context.get("dag_run")
+    return period_of_run(
+        spec,
+        data_interval_start=context.get("data_interval_start"),
+        data_interval_end=context.get("data_interval_end"),
+        logical_date=context.get("logical_date"),
+        run_after=getattr(dag_run, "run_after", None),
+    )
+
+
+def _fail(exc: Exception) -> AirflowFailException:
+    """A library error that no retry can fix: fail the task at once with the library's message."""
+    return AirflowFailException(f"{type(exc).__name__}: {exc}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Operators
+# ---------------------------------------------------------------------------------------------------------
+
+
+class PaimonTableOperator(BaseOperator):
+    """Base of the operators that act on one table of a Paimon connection's warehouse.
+
+    :param table: the table, ``database.table`` (templated).
+    :param paimon_conn_id: the Paimon connection (templated); default ``paimon_default``.
+    """
+
+    template_fields: Sequence[str] = ("table", "paimon_conn_id")
+    ui_color = "#d5e8f8"
+
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.paimon_conn_id = paimon_conn_id
+
+    @cached_property
+    def hook(self) -> PaimonHook:
+        return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+
+    def get_table(self) -> Table:
+        try:
+            return self.hook.get_table(self.table)
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+
+
+class CreateTagOperator(PaimonTableOperator):
+    """Create a tag: by default the periodic tag of the run's period, idempotently.
+
+    With neither ``tag_name`` nor ``snapshot_id``/``as_of``, the tag of the run's period is created (see the
+    module docstring): named after the period, on the latest snapshot committed at or before the period's
+    creation instant. The task fails, changing nothing, when that instant is still ahead (put a
+    :class:`~airflow_paimon.sensors.tags.TagTimeSensor` before it) or when that snapshot has expired.
+
+    ``tag_name`` overrides the name, ``snapshot_id`` or ``as_of`` (a point in time) the snapshot; a named tag
+    without either points at the latest snapshot.
+
+    :param table: ``database.table`` (templated).
+    :param tag_name: the tag's name; default: the run's period tag (templated).
+    :param snapshot_id: tag this snapshot (templated).
+    :param as_of: tag the latest snapshot committed at or before this time (templated).
+    :param time_retained: how long the tag lives, e.g. ``'7d'``; default ``tag.default-time-retained``
+        (templated).
+    :param if_exists: when the tag already exists: ``verify`` (default) succeeds if it points at the same
+        snapshot and fails otherwise; ``replace`` points it at the new snapshot; ``fail`` always fails.
+    :param expire_tags: afterwards expire tags beyond ``tag.num-retained-max`` (periodic ones, oldest first)
+        and tags whose retention ran out.
+    :param asset: the asset to emit the event on; default: the table's asset
+        (``paimon://<warehouse>/<table>``) through the asset alias ``asset_alias``.
+    :param asset_alias: the alias that the default asset event goes through.
+    :param paimon_conn_id: the Paimon connection (templated).
+
+    Returns (XCom ``return_value``) ``{"tag", "snapshot_id", "status", ...}`` and pushes ``tag_name`` and
+    ``snapshot_id`` as XComs of their own. The asset event's ``extra`` holds ``tag`` and ``snapshot_id``.
+    """
+
+    template_fields: Sequence[str] = (
+        "table",
+        "paimon_conn_id",
+        "tag_name",
+        "snapshot_id",
+        "as_of",
+        "time_retained",
+    )
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        tag_name: str | None = None,
+        snapshot_id: int | str | None = None,
+        as_of: dt.datetime | str | None = None,
+        time_retained: dt.timedelta | str | None = None,
+        if_exists: str = "verify",
+        expire_tags: bool = True,
+        asset: Asset | None = None,
+        asset_alias: str = DEFAULT_ASSET_ALIAS,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        if if_exists not in IF_EXISTS_MODES:
+            raise ValueError(f"if_exists must be one of {', '.join(IF_EXISTS_MODES)}, not {if_exists!r}")
+        if snapshot_id is not None and as_of is not None:
+            raise ValueError("give snapshot_id or as_of, not both")
+        outlets = list(kwargs.pop("outlets", None) or [])
+        self.asset = asset
+        self.asset_alias = AssetAlias(name=asset_alias) if asset is None else None
+        outlets.append(asset if asset is not None else self.asset_alias)
+        super().__init__(table=table, paimon_conn_id=paimon_conn_id, outlets=outlets, **kwargs)
+        self.tag_name = tag_name
+        self.snapshot_id = snapshot_id
+        self.as_of = as_of
+        self.time_retained = time_retained
+        self.if_exists = if_exists
+        self.expire_tags = expire_tags
+
+    @staticmethod
+    def _blank(value: Any) -> bool:
+        # A template that rendered to nothing ("{{ params.tag or '' }}") means "not given".
+        return value is None or (isinstance(value, str) and not value.strip())
+
+    def _snapshot_id(self) -> int | None:
+        value = self.snapshot_id
+        if self._blank(value):
+            return None
+        if isinstance(value, bool) or not (isinstance(value, int) or str(value).strip().isdigit()):
+            raise AirflowFailException(f"snapshot_id must be a whole number, not {value!r}")
+        return int(value)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        table = self.get_table()
+        name = None if self._blank(self.tag_name) else str(self.tag_name)
+        snapshot_id = self._snapshot_id()
+        as_of = None if self._blank(self.as_of) else self.as_of
+        time_retained = None if self._blank(self.time_retained) else self.time_retained
+
+        period: Period | None = None
+        due = None
+        if name is None:
+            # The run's periodic tag: its name, and (unless a snapshot is given) its snapshot.
+            try:
+                spec = PeriodSpec.from_options(table.options())
+            except (PaimonError, ValueError) as exc:
+                raise _fail(exc) from exc
+            period = run_period(spec, context)
+            due = spec.creation_instant(period)
+            name = spec.tag_name(period)
+            self.log.info(
+                "Run period [%s, %s) of %s: tag %r, due at %s (%s)",
+                period.start.isoformat(), period.end.isoformat(), table.identifier, name, due.isoformat(),
+                spec.describe(),
+            )
+            if snapshot_id is None and as_of is None:
+                now = _utcnow()
+                if now < due:
+                    raise AirflowException(
+                        f"the tag {name!r} of {table.identifier} is not due until {due.isoformat()} "
+                        f"(period end + tag.create-time); it is {now.isoformat()}. Wait for it with a "
+                        f"TagTimeSensor before this task, or schedule the DAG with TagPeriodTimetable"
+                    )
+                as_of = due
+
+        tags = table.tags
+        try:
+            existing = tags.get(name)
+        except TagNotFoundError:
+            existing = None
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+        if existing is not None and self.if_exists == "fail":
+            raise AirflowFailException(
+                f"tag {name!r} of {table.identifier} already exists (on snapshot {existing.snapshot.id}) "
+                f"and if_exists='fail'"
+            )
+        try:
+            tag = tags.create(
+                name,
+                snapshot_id=snapshot_id,
+                as_of=as_of,
+                time_retained=time_retained,
+                replace=self.if_exists == "replace",
+            )
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+
+        if existing is None:
+            status = "created"
+        elif existing.snapshot.id == tag.snapshot.id:
+            status = "unchanged"
+        else:
+            status = "replaced"
+        self.log.info(
+            "Tag %r of %s %s: snapshot %d committed at %s",
+            name, table.identifier, status, tag.snapshot.id, _snapshot_time(tag.snapshot),
+        )
+
+        expired: list[str] = []
+        if self.expire_tags:
+            try:
+                cleanup = table.expire_tags()
+            except PaimonError as exc:
+                raise _fail(exc) from exc
+            expired = list(cleanup.tags)
+            if expired:
+                self.log.info("%s", cleanup.summary())
+            if name in expired:
+                self.log.warning(
+                    "Tag %r was expired right after it was created: the table keeps newer periodic tags "
+                    "(tag.num-retained-max) or its retention has already run out",
+                    name,
+                )
+
+        result: dict[str, Any] = {
+            "table": table.identifier,
+            "tag": name,
+            "snapshot_id": tag.snapshot.id,
+            "snapshot_time": _snapshot_time(tag.snapshot),
+            "status": status,
+            "period_start": _iso(period.start) if period is not None else None,
+            "period_end": _iso(period.end) if period is not None else None,
+            "due": _iso(due),
+            "expired_tags": expired,
+        }
+        self._emit_asset_event(context, table, result)
+        ti = context.get("ti")
+        if ti is not None:
+            ti.xcom_push(key="tag_name", value=name)
+            ti.xcom_push(key="snapshot_id", value=tag.snapshot.id)
+        return result
+
+    def _emit_asset_event(self, context: Context, table: Table, result: dict[str, Any]) -> None:
+        outlet_events = context.get("outlet_events")
+        if outlet_events is None:
+            return
+        extra = {
+            "tag": result["tag"],
+            "snapshot_id": result["snapshot_id"],
+            "table": result["table"],
+            "status": result["status"],
+        }
+        if self.asset is not None:
+            outlet_events[self.asset].extra = extra
+            return
+        asset = table_asset(self.hook.warehouse, table.identifier)
+        outlet_events[self.asset_alias].add(asset, extra=extra)
+        self.log.info("Asset event for %s: %s", asset.uri, extra)
+
+
+class DeleteTagOperator(PaimonTableOperator):
+    """Delete a tag, and the files only it used (files a retained snapshot or another tag uses stay).
+
+    :param table: ``database.table`` (templated).
+    :param tag_name: the tag (templated).
+    :param ignore_missing: succeed when the tag does not exist (default: fail).
+    :param dry_run: only report what would be deleted.
+    :param paimon_conn_id: the Paimon connection (templated).
+
+    Returns the cleanup summary (``tags``, ``files_freed``, ``bytes_freed``, ...).
+    """
+
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "tag_name")
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        tag_name: str,
+        ignore_missing: bool = False,
+        dry_run: bool = False,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(table=table, paimon_conn_id=paimon_conn_id, **kwargs)
+        self.tag_name = tag_name
+        self.ignore_missing = ignore_missing
+        self.dry_run = dry_run
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        table = self.get_table()
+        try:
+            result = table.tags.delete(self.tag_name, dry_run=self.dry_run)
+        except TagNotFoundError as exc:
+            if self.ignore_missing:
+                self.log.info("Tag %r of %s does not exist; nothing to delete", self.tag_name, table.identifier)
+                return cleanup_summary(None) | {"operation": "delete-tag", "dry_run": self.dry_run}
+            raise _fail(exc) from exc
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+        summary = cleanup_summary(result)
+        self.log.info("%s", summary["summary"])
+        return summary
+
+
+class RollbackOperator(PaimonTableOperator):
+    """Roll a table back to a tag, a snapshot id or a point in time.
+
+    The snapshot named becomes the latest again; newer snapshots and newer tags are deleted with the files
+    only they used.
+
+    :param table: ``database.table`` (templated).
+    :param to: a tag name, a snapshot id (``int`` or digits) or a time (datetime or ISO 8601) (templated).
+    :param dry_run: only report what would be deleted.
+    :param paimon_conn_id: the Paimon connection (templated).
+
+    Returns the cleanup summary (``rolled_back_to``, ``snapshots``, ``tags``, ``files_freed``, ...).
+    """
+
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "to")
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        to: str | int | dt.datetime,
+        dry_run: bool = False,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(table=table, paimon_conn_id=paimon_conn_id, **kwargs)
+        self.to = to
+        self.dry_run = dry_run
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        table = self.get_table()
+        try:
+            result = table.rollback(self.to, dry_run=self.dry_run)
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+        summary = cleanup_summary(result)
+        self.log.info("%s", summary["summary"])
+        return summary

@@ -1,0 +1,7 @@
+"""Sensors of the Paimon provider."""
+
+from __future__ import annotations
+
+from airflow_paimon.sensors.tags import TagSensor, TagTimeSensor
+
+__all__ = ["TagSensor", "TagTimeSensor"]

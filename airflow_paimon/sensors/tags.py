@@ -1,0 +1,235 @@
+"""Sensors for periodic tags: wait until a run's tag is due, or until a tag exists.
+
+* :class:`TagTimeSensor` goes before :class:`~airflow_paimon.operators.tags.CreateTagOperator`: it waits until
+  the run's period tag is due (period end + ``tag.create-time``, from the table's options) and, with
+  ``wait_for_data``, until the table has a snapshot committed at or after the period's end. A backfill of past
+  periods passes at once.
+* :class:`TagSensor` is for downstream DAGs: it waits until a tag exists.
+
+Both can defer (``deferrable=True``) to the triggers of ``airflow_paimon.triggers.tags``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.configuration import conf
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_paimon.format.errors import PaimonError, TableNotFoundError
+from airflow_paimon.format.periods import PeriodSpec
+from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators import tags as _tag_ops
+from airflow_paimon.operators.tags import _fail, _iso, run_period
+from airflow_paimon.triggers.tags import TagExistsTrigger, TagTimeTrigger, tag_info
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["TagSensor", "TagTimeSensor"]
+
+
+def _default_deferrable() -> bool:
+    return conf.getboolean("operators", "default_deferrable", fallback=False)
+
+
+class _PaimonSensor(BaseSensorOperator):
+    template_fields: Sequence[str] = ("table", "paimon_conn_id")
+    ui_color = "#d5e8f8"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        deferrable: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.paimon_conn_id = paimon_conn_id
+        self.deferrable = _default_deferrable() if deferrable is None else deferrable
+
+    @cached_property
+    def hook(self) -> PaimonHook:
+        return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+
+    def _defer_timeout(self) -> dt.timedelta | None:
+        return dt.timedelta(seconds=self.timeout) if self.timeout else None
+
+    @staticmethod
+    def _check_event(event: dict[str, Any] | None) -> dict[str, Any]:
+        if not event or event.get("status") != "success":
+            message = (event or {}).get("message", "the trigger ended without an event")
+            raise AirflowException(f"waiting failed: {message}")
+        return event
+
+
+class TagTimeSensor(_PaimonSensor):
+    """Wait until the run's periodic tag is due: its period's end + ``tag.create-time``.
+
+    The run's period is the one :class:`~airflow_paimon.operators.tags.CreateTagOperator` tags. When the
+    instant has passed (a backfill of old periods) the sensor succeeds at once.
+
+    :param table: ``database.table`` (templated).
+    :param wait_for_data: also wait until the table has a snapshot committed at or after the period's end.
+    :param deferrable: wait in the triggerer (:class:`~airflow_paimon.triggers.tags.TagTimeTrigger`) instead
+        of a worker slot; default ``[operators] default_deferrable``.
+    :param paimon_conn_id: the Paimon connection (templated).
+
+    Other arguments are :class:`~airflow.sdk.BaseSensorOperator`'s (``poke_interval``, ``timeout``, ``mode``,
+    ...). Returns ``{"table", "tag", "period_start", "period_end", "due"}``.
+    """
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        wait_for_data: bool = False,
+        deferrable: bool | None = None,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(table=table, paimon_conn_id=paimon_conn_id, deferrable=deferrable, **kwargs)
+        self.wait_for_data = wait_for_data
+        self._plan: dict[str, Any] | None = None
+
+    def _period_plan(self, context: Context) -> dict[str, Any]:
+        """The run's tag, period and due instant (reads the table's options once per task try)."""
+        if self._plan is None:
+            try:
+                table = self.hook.get_table(self.table)
+                spec = PeriodSpec.from_options(table.options())
+            except (PaimonError, ValueError) as exc:
+                raise _fail(exc) from exc
+            period = run_period(spec, context)
+            due = spec.creation_instant(period)
+            self._plan = {
+                "table": table.identifier,
+                "tag": spec.tag_name(period),
+                "period_start": _iso(period.start),
+                "period_end": _iso(period.end),
+                "due": _iso(due),
+            }
+            self.log.info(
+                "Tag %r of %s (period [%s, %s)) is due at %s%s",
+                self._plan["tag"], table.identifier, period.start.isoformat(), period.end.isoformat(),
+                due.isoformat(), " once the period's data is complete" if self.wait_for_data else "",
+            )
+        return self._plan
+
+    def _data_complete(self, plan: dict[str, Any]) -> bool:
+        table = self.hook.get_table(self.table)
+        latest = table.latest_snapshot()
+        end_ms = int(dt.datetime.fromisoformat(plan["period_end"]).timestamp() * 1000)
+        if latest is not None and latest.time_millis >= end_ms:
+            return True
+        self.log.info("No snapshot of %s committed at or after %s yet", plan["table"], plan["period_end"])
+        return False
+
+    def _due_passed(self, plan: dict[str, Any]) -> bool:
+        return _tag_ops._utcnow() >= dt.datetime.fromisoformat(plan["due"])
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        plan = self._period_plan(context)
+        if not self._due_passed(plan):
+            return PokeReturnValue(False)
+        if self.wait_for_data and not self._data_complete(plan):
+            return PokeReturnValue(False)
+        return PokeReturnValue(True, dict(plan))
+
+    def execute(self, context: Context) -> Any:
+        self._plan = None
+        if not self.deferrable:
+            return super().execute(context)
+        plan = self._period_plan(context)
+        if self._due_passed(plan) and (not self.wait_for_data or self._data_complete(plan)):
+            return dict(plan)
+        self.defer(
+            trigger=TagTimeTrigger(
+                moment=dt.datetime.fromisoformat(plan["due"]),
+                paimon_conn_id=self.paimon_conn_id,
+                table=self.table,
+                data_after=dt.datetime.fromisoformat(plan["period_end"]) if self.wait_for_data else None,
+                poll_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            kwargs={"plan": plan},
+            timeout=self._defer_timeout(),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None,
+                         plan: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._check_event(event)
+        if not plan:
+            # Resumed without the kwargs given to defer() (dag.test() passes only the event): recompute.
+            self._plan = None
+            plan = self._period_plan(context)
+        self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), _iso(_tag_ops._utcnow()))
+        return dict(plan)
+
+
+class TagSensor(_PaimonSensor):
+    """Wait until a table has the tag ``tag_name`` (a table that does not exist yet has no tags).
+
+    :param table: ``database.table`` (templated).
+    :param tag_name: the tag (templated), e.g. ``"{{ data_interval_start | ds }}"``.
+    :param deferrable: wait in the triggerer (:class:`~airflow_paimon.triggers.tags.TagExistsTrigger`).
+    :param paimon_conn_id: the Paimon connection (templated).
+
+    Returns ``{"tag", "snapshot_id"}``.
+    """
+
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "tag_name")
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        tag_name: str,
+        deferrable: bool | None = None,
+        paimon_conn_id: str = PaimonHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(table=table, paimon_conn_id=paimon_conn_id, deferrable=deferrable, **kwargs)
+        self.tag_name = tag_name
+
+    def _find(self) -> dict[str, Any] | None:
+        try:
+            found = tag_info(self.paimon_conn_id, self.table, self.tag_name)
+        except TableNotFoundError:
+            found = None
+        except PaimonError as exc:
+            raise _fail(exc) from exc
+        if found is None:
+            self.log.info("Tag %r of %s does not exist yet", self.tag_name, self.table)
+        return found
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        found = self._find()
+        return PokeReturnValue(found is not None, found)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        found = self._find()
+        if found is not None:
+            return found
+        self.defer(
+            trigger=TagExistsTrigger(
+                paimon_conn_id=self.paimon_conn_id,
+                table=self.table,
+                tag_name=self.tag_name,
+                poll_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=self._defer_timeout(),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        event = self._check_event(event)
+        return {"tag": event["tag"], "snapshot_id": event["snapshot_id"]}

@@ -1,0 +1,16 @@
+"""PySpark applications (merge, compaction, orphan cleanup) and the helpers that read and write Paimon tables
+from Spark with the bundled format library. No Airflow imports.
+
+* ``tables``: ``read_table_df`` / ``read_changes_df`` (a table, or what changed between two snapshots, as a
+  DataFrame) and ``write_changes`` (a DataFrame of changes -> one exactly-once commit);
+* ``merge_job`` / ``merge_app``: MERGE INTO a primary-key table (``merge_app.py`` is what spark-submit runs);
+* ``compact_app``: full compaction of primary-key buckets, small-file merging of append tables;
+* ``orphans_app``: orphan-file cleanup that lists and deletes in parallel;
+* ``common``: arguments, commit identifiers, result lines, and ``py_files_zip`` for clusters.
+
+Submodules import pyspark; this package itself does not.
+"""
+
+from .common import application_path, py_files_zip, stable_int64
+
+__all__ = ["application_path", "py_files_zip", "stable_int64"]

@@ -1,0 +1,175 @@
+"""What the Spark applications share: arguments, the session, identifiers, results, and shipping the package.
+
+No Airflow imports, and importable without pyspark (the operators use `application_path` and `py_files_zip`
+in the Airflow worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Mapping
+
+RESULT_PREFIX = "AIRFLOW_PAIMON_RESULT "
+OPTIONS_ENV = "AIRFLOW_PAIMON_CATALOG_OPTIONS"
+SPARK_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = SPARK_DIR.parent
+
+
+def stable_int64(*parts: Any) -> int:
+    """A positive int64 from `parts`, equal on every machine and Python run (a commit identifier)."""
+    text = "\x1f".join(str(p) for p in parts)
+    value = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+    # Below Long.MAX_VALUE: that value is Paimon's identifier of batch commits that carry none.
+    return value % (2**63 - 1)
+
+
+def reapply_identifier(identifier: int, token: Any) -> int:
+    """The identifier of a deliberate re-run of commit `identifier` (distinct per `token`)."""
+    return stable_int64("reapply", identifier, token)
+
+
+def application_path(name: str) -> str:
+    """The file path of one of the bundled applications ("merge_app", "compact_app", "orphans_app")."""
+    path = SPARK_DIR / f"{name}.py"
+    if not path.exists():
+        raise FileNotFoundError(f"no bundled Spark application {name!r} at {path}")
+    return str(path)
+
+
+def _package_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(root.parent).as_posix()
+        h.update(rel.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def py_files_zip(directory: str | None = None) -> str:
+    """A zip of the installed ``airflow_paimon`` package for ``spark-submit --py-files``.
+
+    Built once per package content into `directory` (default: the system temp dir) and reused; the zip holds
+    the Python sources only (``airflow_paimon/...``), so executors import the same code as the driver.
+    Executors still need pyarrow, numpy and fastavro in their own Python.
+    """
+    digest = _package_digest(PACKAGE_DIR)
+    out_dir = Path(directory or tempfile.gettempdir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"airflow_paimon-{digest}.zip"
+    if target.exists():
+        return str(target)
+    tmp = out_dir / f".{target.name}.{os.getpid()}.tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(PACKAGE_DIR.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            z.write(path, path.relative_to(PACKAGE_DIR.parent).as_posix())
+    os.replace(tmp, target)
+    return str(target)
+
+
+# ---- inside the applications ------------------------------------------------------------------------
+
+def strip_script_dir() -> None:
+    """Drop this directory from sys.path: spark-submit runs an app as a script, which would put the app's
+    own folder first and let its module names shadow top-level ones."""
+    here = str(SPARK_DIR)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+
+
+def load_spec(argv: list[str] | None, flags: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The job spec from ``--spec JSON`` / ``--spec-file PATH`` and/or individual flags (flags win).
+
+    Filesystem options may also come from the environment variable AIRFLOW_PAIMON_CATALOG_OPTIONS (JSON), which
+    keeps secrets off the command line.
+    """
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--spec", help="the whole job as one JSON object")
+    parser.add_argument("--spec-file", help="a file holding the job as one JSON object")
+    for name, kwargs in flags.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, **kwargs)
+    args = parser.parse_args(argv)
+    spec: dict[str, Any] = {}
+    if args.spec_file:
+        spec.update(json.loads(Path(args.spec_file).read_text()))
+    if args.spec:
+        spec.update(json.loads(args.spec))
+    for name in flags:
+        value = getattr(args, name)
+        if value is not None:
+            spec[name] = value
+    env_options = os.environ.get(OPTIONS_ENV)
+    if env_options:
+        options = dict(json.loads(env_options))
+        options.update(spec.get("options") or {})
+        spec["options"] = options
+    return spec
+
+
+def json_arg(value: Any) -> Any:
+    """A flag value that may be JSON (lists, objects, numbers) or a plain string."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text[:1] in "[{\"" or text in ("true", "false", "null"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def spark_session(app_name: str) -> Any:
+    """The application's session (master and resources come from spark-submit); UTC session time zone."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    spark = builder.getOrCreate()
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        spark.sparkContext.setLogLevel(os.environ.get("AIRFLOW_PAIMON_SPARK_LOG_LEVEL", "WARN"))
+    except Exception:  # pragma: no cover - Spark Connect has no SparkContext
+        pass
+    return spark
+
+
+def print_result(result: Mapping[str, Any]) -> None:
+    """One line the operator (or a person) can find in the spark-submit output."""
+    print(RESULT_PREFIX + json.dumps(result, default=str, sort_keys=True), flush=True)
+
+
+def parse_result(lines: Any) -> dict[str, Any] | None:
+    """The last result line printed by `print_result` among `lines`, or None."""
+    found = None
+    for line in lines:
+        text = str(line)
+        idx = text.find(RESULT_PREFIX)
+        if idx >= 0:
+            try:
+                found = json.loads(text[idx + len(RESULT_PREFIX):])
+            except json.JSONDecodeError:
+                continue
+    return found
+
+
+def run_app(main: Any, argv: list[str] | None = None) -> int:
+    """Run `main(argv)`; a PaimonError or a clause error becomes a one-line message and exit code 1."""
+    from airflow_paimon.format.errors import PaimonError
+    from airflow_paimon.merge import MergeClauseError
+
+    try:
+        main(argv)
+    except (PaimonError, MergeClauseError, ValueError) as e:
+        print(f"ERROR {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        print_result({"status": "failed", "error": f"{type(e).__name__}: {e}"})
+        return 1
+    return 0

@@ -1,0 +1,100 @@
+"""The compaction Spark application: ``spark-submit .../airflow_paimon/spark/compact_app.py --spec '{...}'``.
+
+The driver plans which buckets need compaction (all, or those of the given partitions), the tasks compact them
+with ``airflow_paimon.format.compact`` (full compaction of primary-key buckets into the top level; small-file
+merging for append tables), one bucket per task at a time, and the driver makes ONE commit of kind COMPACT.
+Old files stay on disk for older snapshots and tags.
+
+Arguments (``--spec`` JSON or flags): target, warehouse, options, partitions (list of {column: value}),
+commit_user, commit_identifier, num_tasks, target_file_size (bytes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":  # run as a script by spark-submit: do not let this folder shadow top-level modules
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+import json  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Iterator, Mapping  # noqa: E402
+
+from airflow_paimon.spark.common import json_arg, load_spec, print_result, run_app, spark_session  # noqa: E402
+
+FLAGS = {
+    "target": {}, "warehouse": {}, "options": {"type": json_arg}, "partitions": {"type": json_arg},
+    "commit_user": {}, "commit_identifier": {"type": int}, "num_tasks": {"type": int},
+    "target_file_size": {"type": int},
+}
+
+
+def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    from airflow_paimon.format import Catalog, CommitMessage
+    from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
+    from airflow_paimon.spark.tables import _balanced
+
+    started = time.monotonic()
+    unknown = set(spec) - set(FLAGS)
+    if unknown:
+        raise ValueError(f"unknown compaction arguments {sorted(unknown)}; known: {sorted(FLAGS)}")
+    if not spec.get("target") or not spec.get("warehouse"):
+        raise ValueError("the compaction needs target and warehouse")
+    table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
+    user, ident = spec.get("commit_user"), spec.get("commit_identifier")
+    result: dict[str, Any] = {"target": table.identifier, "commit_user": user, "commit_identifier": ident}
+    if user is not None and ident is not None:
+        existing = table.snapshot_manager.find_commit(user, int(ident))
+        if existing is not None:
+            result.update(status="already_committed", snapshot_id=existing.id,
+                          message=f"compaction {user!r}/{ident} is already in snapshot {existing.id}; nothing to do")
+            print(result["message"], flush=True)
+            return result
+    base = table.latest_snapshot()
+    partitions = spec.get("partitions")
+    if isinstance(partitions, Mapping):
+        partitions = [partitions]
+    splits = plan_compaction(table, base, partitions)
+    result["buckets"] = len(splits)
+    result["level"] = max_level(table) if table.is_primary_key else 0
+    if not splits:
+        result.update(status="no_changes", snapshot_id=base.id if base is not None else None,
+                      seconds=round(time.monotonic() - started, 3))
+        return result
+    target_size = spec.get("target_file_size")
+    k = int(spec.get("num_tasks") or max(1, spark.sparkContext.defaultParallelism * 2))
+    groups = _balanced([s.row_count for s in splits], k)
+    out_schema = T.StructType([T.StructField("message", T.StringType(), True)])
+
+    def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task_id in batch.column(0).to_pylist():
+                for i in groups[task_id]:
+                    msg = compact_split(table, splits[i], target_size)
+                    if msg is not None:
+                        yield pa.record_batch([pa.array([json.dumps(msg.to_dict())], pa.string())],
+                                              names=["message"])
+
+    rows = spark.range(0, len(groups), 1, len(groups)).mapInArrow(compact_task, out_schema).collect()
+    messages = [CommitMessage.from_dict(json.loads(r["message"])) for r in rows]
+    result["files_before"] = sum(len(m.deleted_files) for m in messages)
+    result["files_after"] = sum(len(m.new_files) for m in messages)
+    snap = table.commit(messages, user, ident, "COMPACT", base_snapshot_id=base.id if base is not None else 0)
+    result.update(status="committed" if snap is not None else "no_changes",
+                  snapshot_id=snap.id if snap is not None else None, seconds=round(time.monotonic() - started, 3))
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    spec = load_spec(argv, FLAGS)
+    spark = spark_session(f"paimon-compact-{spec.get('target')}")
+    print_result(run_compaction(spark, spec))
+
+
+if __name__ == "__main__":
+    sys.exit(run_app(main))

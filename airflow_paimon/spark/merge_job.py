@@ -1,0 +1,516 @@
+"""MERGE INTO a Paimon primary-key table on Spark, with cost that follows the increment.
+
+Semantics are those of Paimon's Spark ``MERGE INTO`` on primary-key tables:
+
+* the source is matched to the target on the ``on`` columns (default: the target's primary key; they must
+  contain it), the target is aliased ``t`` and the source ``s``; for each row the first clause of its kind
+  (matched / not matched / not matched by source) whose condition holds applies;
+* several source rows for one primary key are an error (DuplicateKeyError) and nothing is committed;
+* primary-key columns cannot be updated;
+* a table with ``sequence.field`` keeps the newest version: merge-on-read already orders versions by it, and
+  matched clauses skip source rows whose sequence fields are older than the target row's, so an older
+  increment merged after a newer one changes nothing it should not.
+
+How it runs:
+
+* a plain upsert (``[matched_update('*'), not_matched_insert('*')]`` without conditions, ``on`` = key) reads NO
+  target data: the source rows are written as new level-0 files with new sequence numbers and merge-on-read
+  does the rest;
+* any other MERGE groups the source by (partition, bucket), and the one task that owns a bucket reads that
+  bucket of the target -- only the columns the clauses need -- joins it with its source rows in Arrow, and
+  hands only matched / unmatched source rows (plus, for NOT MATCHED BY SOURCE, the bucket's other target
+  rows) to Spark, which evaluates the clauses' SQL; buckets the source does not touch are never read;
+* the changed rows are written by the same tasks (one task per bucket), and the driver commits once with the
+  caller's commit user and identifier: a retry finds the commit and does nothing; a killed job commits
+  nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format.errors import UnsupportedTableError
+from airflow_paimon.format.read import read_split
+from airflow_paimon.format.scan import ScanPlanner
+from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, MergeClauseError,
+                                  _is_identity, is_plain_upsert, matched_delete, matched_update, normalize_on,
+                                  not_matched_insert, parse_clauses, referenced_columns, validate_clauses)
+
+from .common import reapply_identifier
+from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
+from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _by_bucket, _key_text,
+                     _runs, assign_buckets, prestart_python_workers, read_changes_df, read_table_df, unwrap_task_error,
+                     write_changes)
+
+__all__ = ["MergeSpec", "run_merge", "load_source", "SOURCE_FORMATS"]
+
+SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
+_KIND = {"update": 2, "delete": 3, "insert": 0}
+
+
+@dataclass
+class MergeSpec:
+    """Everything the merge application needs; JSON-serialisable (`to_dict`/`from_dict`)."""
+
+    target: str
+    warehouse: str
+    source: Any
+    source_format: str = "parquet"
+    source_options: dict[str, str] = field(default_factory=dict)
+    on: Any = None
+    clauses: Any = None
+    commit_user: str | None = None
+    commit_identifier: int | None = None
+    reapply: bool = False
+    reapply_token: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    num_tasks: int | None = None
+    honour_sequence_field: bool = True
+    prestart_workers: bool = True
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "MergeSpec":
+        known = set(cls.__dataclass_fields__)
+        unknown = set(doc) - known
+        if unknown:
+            raise ValueError(f"unknown merge arguments {sorted(unknown)}; known: {sorted(known)}")
+        missing = [k for k in ("target", "warehouse", "source") if not doc.get(k)]
+        if missing:
+            raise ValueError(f"the merge needs {missing}")
+        spec = cls(**dict(doc))
+        spec.reapply = _as_bool(spec.reapply)
+        spec.honour_sequence_field = _as_bool(spec.honour_sequence_field)
+        spec.prestart_workers = _as_bool(spec.prestart_workers)
+        if spec.commit_identifier is not None:
+            spec.commit_identifier = int(spec.commit_identifier)
+        if spec.num_tasks is not None:
+            spec.num_tasks = int(spec.num_tasks)
+        spec.source_format = (spec.source_format or "parquet").lower()
+        if spec.source_format not in SOURCE_FORMATS:
+            raise ValueError(f"source_format {spec.source_format!r} is not one of {SOURCE_FORMATS}")
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if isinstance(self.clauses, list):
+            out["clauses"] = [c.to_dict() if isinstance(c, MergeClause) else c for c in self.clauses]
+        return out
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        if value.strip().lower() in ("true", "1", "yes", "on"):
+            return True
+        if value.strip().lower() in ("false", "0", "no", "off", "", "none"):
+            return False
+        raise ValueError(f"{value!r} is not a boolean")
+    return bool(value)
+
+
+# ---- the source ---------------------------------------------------------------------------------------
+
+def load_source(spark: SparkSession, source: Any, source_format: str = "parquet",
+                source_options: Mapping[str, str] | None = None, catalog: Catalog | None = None,
+                empty_schema: T.StructType | None = None) -> tuple[DataFrame, dict[str, Any]]:
+    """The source DataFrame and a description of it. `source` is a path/URI (with `source_format`), a table
+    identifier (`source_format="paimon"`), a SQL query (`source_format="sql"`), or a mapping:
+
+    * ``{"path": ..., "format": "parquet", "options": {...}}`` -- files Spark reads (a folder without data files
+      is an empty source with `empty_schema`, when given);
+    * ``{"sql": "SELECT ..."}``;
+    * ``{"table": "db.t", "snapshot_id"|"tag"|"as_of": B}`` -- the rows of a Paimon table at B (default latest);
+      add ``"from_snapshot_id"|"from_tag"|"from_as_of": A`` for only the rows that differ between A and B, with a
+      ``_change`` column (+I, +U, -D); ``"warehouse"``/``"options"`` for a table of another warehouse.
+    """
+    fmt = (source_format or "parquet").lower()
+    if isinstance(source, str):
+        if fmt == "paimon":
+            source = {"table": source}
+        elif fmt == "sql":
+            source = {"sql": source}
+        else:
+            source = {"path": source, "format": fmt}
+    if not isinstance(source, Mapping):
+        raise ValueError(f"source must be a string or a mapping, got {type(source).__name__}")
+    source = dict(source)
+    if "sql" in source:
+        return spark.sql(source["sql"]), {"kind": "sql"}
+    if "table" in source:
+        if source.get("warehouse"):
+            cat = Catalog(source["warehouse"], source.get("options") or {})
+        elif catalog is not None:
+            cat = catalog
+        else:
+            raise ValueError("a Paimon table source needs a warehouse")
+        table = cat.get_table(source["table"])
+        after = table.resolve_snapshot(source.get("snapshot_id"), source.get("tag"), source.get("as_of"))
+        frm = {k: source.get(f"from_{k}") for k in ("snapshot_id", "tag", "as_of")}
+        info: dict[str, Any] = {"kind": "table", "table": table.identifier,
+                                "snapshot_id": after.id if after is not None else None}
+        if any(v is not None for v in frm.values()):
+            before = table.resolve_snapshot(frm["snapshot_id"], frm["tag"], frm["as_of"])
+            info.update(kind="changes", from_snapshot_id=before.id if before is not None else None)
+            return read_changes_df(spark, table, before, after, columns=source.get("columns")), info
+        return read_table_df(spark, table, snapshot=after, columns=source.get("columns"),
+                             partitions=source.get("partitions")), info
+    if "path" in source:
+        fmt = (source.get("format") or fmt).lower()
+        if fmt in ("paimon", "sql"):
+            raise ValueError(f"source_format {fmt!r} needs a table identifier or a query, not a path")
+        options = {"header": "true"} if fmt == "csv" else {}
+        options.update({str(k): str(v) for k, v in (source_options or {}).items()})
+        options.update({str(k): str(v) for k, v in (source.get("options") or {}).items()})
+        reader = spark.read.format(fmt).options(**options)
+        info = {"kind": "files", "path": source["path"], "format": fmt}
+        try:
+            return reader.load(source["path"]), info
+        except Exception as e:  # noqa: BLE001 - pyspark's AnalysisException
+            # A folder without data files (a day without changes) is an empty increment; a missing path is not.
+            if "UNABLE_TO_INFER_SCHEMA" not in str(e) or empty_schema is None:
+                raise
+            info["empty"] = True
+            return spark.createDataFrame([], empty_schema), info
+    raise ValueError(f"source {source!r} names no path, table or sql")
+
+
+# ---- the merge ----------------------------------------------------------------------------------------
+
+def _resolve(columns: Sequence[str], name: str) -> str | None:
+    if name in columns:
+        return name
+    low = name.lower()
+    for c in columns:
+        if c.lower() == low:
+            return c
+    return None
+
+
+def info_kind_guess(spec: MergeSpec) -> str:
+    """"changes" when the source is the difference between two snapshots of a table."""
+    src = spec.source
+    if isinstance(src, Mapping) and "table" in src and any(src.get(f"from_{k}") is not None
+                                                          for k in ("snapshot_id", "tag", "as_of")):
+        return "changes"
+    return "rows"
+
+
+def _target_columns_needed(table: Table, clauses: Sequence[MergeClause], on: Sequence[str],
+                           guard_fields: Sequence[str]) -> list[str]:
+    names = table.schema().field_names
+    need = set(table.primary_keys) | set(on) | set(guard_fields)
+    for c in clauses:
+        need |= referenced_columns(c.condition, "t", names, include_unqualified=c.when != NOT_MATCHED)
+        if isinstance(c.assignments, Mapping):
+            for expr in c.assignments.values():
+                need |= referenced_columns(expr, "t", names, include_unqualified=c.when != NOT_MATCHED)
+            if c.action == "update":
+                assigned = {_resolve(names, k) for k in c.assignments}
+                need |= {n for n in names if n not in assigned}
+        if c.action == "delete":
+            need |= set(table.core_options.sequence_fields)
+    return [n for n in names if n in need]
+
+
+def _sequence_guard(fields: Sequence[str]) -> Any:
+    """s's sequence fields are not older than t's (lexicographically; a null on either side never blocks)."""
+    expr = None
+    for f in reversed(fields):
+        s, t = F.col("s").getField(f), F.col("t").getField(f)
+        expr = (s >= t) if expr is None else ((s > t) | ((s == t) & expr))
+    return F.coalesce(expr, F.lit(True))
+
+
+class _Stats:
+    def __init__(self, spark: SparkSession):
+        sc = spark.sparkContext
+        self.splits = sc.accumulator(0)
+        self.rows = sc.accumulator(0)
+
+
+def _join_task(table: Table, splits: dict[tuple, Any], src_names: list[str], tcols: list[str], on: list[str],
+               full: bool, out_schema: T.StructType, stats: _Stats, has_marker: bool) -> Any:
+    logical = table.arrow_schema()
+    pkeys = table.partition_keys
+    pk = table.primary_keys
+    xschema = exchange_schema(out_schema)
+    part_schema = pa.schema([logical.field(p) for p in pkeys])
+    on_schema = pa.schema([logical.field(c) for c in on])
+    t_schema = pa.schema([pa.field(c, logical.field(c).type, True) for c in tcols])
+    split_acc, rows_acc = stats.splits, stats.rows
+
+    def join_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        data = pa.Table.from_batches(parts)
+        casted = cast_to(data, part_schema)
+        for p in pkeys:
+            data = data.set_column(data.column_names.index(p), p, casted.column(p))
+        order = pc.sort_indices(data, sort_keys=[(p, "ascending") for p in pkeys] + [(BUCKET_COLUMN, "ascending")],
+                                null_placement="at_start")
+        data = data.take(order)
+        for start, end in _runs([data.column(p) for p in pkeys] + [data.column(BUCKET_COLUMN)], data.num_rows):
+            group = data.slice(start, end - start)
+            partition = tuple(group.column(p)[0].as_py() for p in pkeys)
+            bucket = int(group.column(BUCKET_COLUMN)[0].as_py())
+            src = group
+            if has_marker:
+                src = group.filter(pc.invert(pc.fill_null(group.column("__marker"), False)))
+            src = src.select(src_names)
+            keys_src = cast_to(src, on_schema)
+            if src.num_rows > 1:
+                korder = pc.sort_indices(keys_src, sort_keys=[(k, "ascending") for k in pk])
+                ks = keys_src.take(korder)
+                runs = _runs([ks.column(k) for k in pk], ks.num_rows)
+                if len(runs) != ks.num_rows:
+                    first = next(s for s, e in runs if e - s > 1)
+                    raise DuplicateKeyError(
+                        f"{DUPLICATE_MARKER}: the MERGE source has several rows for one target primary key "
+                        f"({_key_text(ks, pk, first)}; {ks.num_rows - len(runs)} extra row(s) in bucket {bucket}). "
+                        "Can't execute this MERGE: a target row would match more than one source row. "
+                        "Nothing was committed.")
+            split = splits.get((partition, bucket))
+            if split is not None:
+                target = read_split(table, split, tcols)
+                split_acc.add(1)
+                rows_acc.add(target.num_rows)
+            else:
+                target = t_schema.empty_table()
+            left = keys_src.append_column("__is", pa.array(np.arange(src.num_rows, dtype=np.int64)))
+            right = cast_to(target, on_schema).append_column(
+                "__it", pa.array(np.arange(target.num_rows, dtype=np.int64)))
+            if target.num_rows == 0 and not full:
+                ji = pa.array(np.arange(src.num_rows, dtype=np.int64))
+                jt = pa.nulls(src.num_rows, pa.int64())
+            elif src.num_rows == 0 and full:
+                ji = pa.nulls(target.num_rows, pa.int64())
+                jt = pa.array(np.arange(target.num_rows, dtype=np.int64))
+            else:
+                # Acero builds its hash table on the right input: the source side, the small one.
+                j = right.join(left, on, join_type="full outer" if full else "right outer", use_threads=False)
+                ji, jt = j.column("__is").combine_chunks(), j.column("__it").combine_chunks()
+            if len(ji) == 0:
+                continue
+            s_rows = src.take(ji)
+            t_rows = target.take(jt)
+            cols = {f"__s_{i}": s_rows.column(n) for i, n in enumerate(src_names)}
+            cols.update({f"__t_{i}": t_rows.column(n) for i, n in enumerate(tcols)})
+            cols["__has_s"] = pc.is_valid(ji)
+            cols["__has_t"] = pc.is_valid(jt)
+            cols[BUCKET_COLUMN] = pa.array(np.full(len(ji), bucket, dtype=np.int32))
+            yield from to_exchange(pa.table(cols), xschema).to_batches(max_chunksize=65536)
+
+    return join_task
+
+
+def _plan(spec: MergeSpec, table: Table, source: DataFrame, info: Mapping[str, Any]) -> tuple[list[str], list[MergeClause]]:
+    names = table.schema().field_names
+    on = normalize_on(spec.on, table.primary_keys, names)
+    if spec.clauses is None and info.get("kind") == "changes":
+        # Mirror the changes: deleted rows delete, the others upsert.
+        clauses = [matched_delete(condition=f"s.{CHANGE_COLUMN} = '-D'"), matched_update(set="*"),
+                   not_matched_insert(values="*", condition=f"s.{CHANGE_COLUMN} <> '-D'")]
+    else:
+        clauses = parse_clauses(spec.clauses)
+    validate_clauses(clauses, target_columns=names, primary_keys=table.primary_keys, on=on,
+                     source_columns=source.columns)
+    return on, clauses
+
+
+def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """Run one MERGE; returns a JSON-able result (status, snapshot id, row counts, what was read)."""
+    started = time.monotonic()
+    if not isinstance(spec, MergeSpec):
+        spec = MergeSpec.from_dict(spec)
+    catalog = Catalog(spec.warehouse, spec.options)
+    table = catalog.get_table(spec.target)
+    if not table.is_primary_key:
+        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
+    user, ident = spec.commit_user, spec.commit_identifier
+    result: dict[str, Any] = {"target": table.identifier, "commit_user": user}
+    if user is not None and ident is not None:
+        existing = table.snapshot_manager.find_commit(user, ident)
+        if existing is not None and not spec.reapply:
+            result.update(status="already_committed", snapshot_id=existing.id, commit_identifier=ident,
+                          message=f"commit {user!r}/{ident} is already in snapshot {existing.id} of "
+                                  f"{table.identifier}; nothing to do (reapply=True merges again)")
+            print(result["message"], flush=True)
+            return result
+        if spec.reapply:
+            token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
+            if existing is not None or spec.reapply_token is not None:
+                ident = reapply_identifier(ident, token)
+                again = table.snapshot_manager.find_commit(user, ident)
+                if again is not None:
+                    result.update(status="already_committed", snapshot_id=again.id, commit_identifier=ident,
+                                  message=f"the re-applied commit {user!r}/{ident} is already in snapshot "
+                                          f"{again.id}; nothing to do")
+                    print(result["message"], flush=True)
+                    return result
+    result["commit_identifier"] = ident
+    if spec.prestart_workers:
+        # A plain upsert's first Python stage usually has one task (the increment's bucket assignment).
+        try:
+            upsert = is_plain_upsert(parse_clauses(spec.clauses)) and info_kind_guess(spec) != "changes"
+        except MergeClauseError:
+            upsert = False
+        prestart_python_workers(spark, 1 if upsert else None)
+    base = table.latest_snapshot()
+    source, info = load_source(spark, spec.source, spec.source_format, spec.source_options, catalog,
+                               empty_schema=spark_schema(table.arrow_schema()))
+    on, clauses = _plan(spec, table, source, info)
+    result["source"] = info
+    names = table.schema().field_names
+    seq_fields = list(table.core_options.sequence_fields)
+    stats = _Stats(spark)
+    planned = time.monotonic()
+    if is_plain_upsert(clauses) and set(on) == set(table.primary_keys):
+        result["mode"] = "upsert"
+        cols = [F.col(_resolve(source.columns, n)).alias(n) for n in names]
+        res = write_changes(spark, table, source.select(*cols), kind_column=None, commit_user=user,
+                            commit_identifier=ident, base_snapshot=base, duplicates="error",
+                            num_tasks=spec.num_tasks, what="the MERGE source")
+    else:
+        result["mode"] = "merge"
+        res = _general_merge(spark, spec, table, base, source, on, clauses, seq_fields, stats, user, ident, result)
+    snap = res.snapshot
+    if res.already_committed:
+        result.update(status="already_committed", snapshot_id=snap.id)
+        return result
+    result["rows"] = res.rows
+    result["timings"] = dict(res.seconds, plan=round(planned - started, 3))
+    result["target_splits_read"] = stats.splits.value
+    result["target_rows_read"] = stats.rows.value
+    if snap is None:
+        result.update(status="no_changes", snapshot_id=base.id if base is not None else None)
+    else:
+        result.update(status="committed", snapshot_id=snap.id)
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any, source: DataFrame,
+                   on: list[str], clauses: list[MergeClause], seq_fields: list[str], stats: _Stats,
+                   user: str | None, ident: int | None, result: dict[str, Any]) -> Any:
+    names = table.schema().field_names
+    target_types = {f.name: f.dataType for f in spark_schema(table.arrow_schema()).fields}
+    src_cols = list(source.columns)
+    src_lower = {c.lower(): c for c in src_cols}
+    guard_fields: list[str] = []
+    if spec.honour_sequence_field and seq_fields and all(f.lower() in src_lower for f in seq_fields):
+        guard_fields = seq_fields
+    tcols = _target_columns_needed(table, clauses, on, guard_fields)
+    result["target_columns_read"] = tcols
+    full = any(c.when == NOT_MATCHED_BY_SOURCE for c in clauses)
+    # The source: key columns in the target's types (they are joined in Arrow), then its bucket.
+    key_cols = {k: src_lower[k.lower()] for k in on}
+    sel = []
+    for c in src_cols:
+        tname = next((k for k, v in key_cols.items() if v == c), None)
+        sel.append(F.col(c).cast(target_types[tname]).alias(tname) if tname else F.col(c))
+    src = source.select(*sel)
+    src_names = list(src.columns)
+    src = assign_buckets(src, table, BUCKET_COLUMN)
+    splits = {}
+    if base is not None:
+        for s in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
+            splits[(s.partition, s.bucket)] = s
+    has_marker = False
+    if full and splits:
+        pschema = T.StructType([T.StructField(p, target_types[p], True) for p in table.partition_keys] +
+                               [T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
+        markers = spark.createDataFrame([tuple(p) + (b,) for (p, b) in splits], pschema)
+        src = src.withColumn("__marker", F.lit(False)).unionByName(
+            markers.withColumn("__marker", F.lit(True)), allowMissingColumns=True)
+        has_marker = True
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+    n = spec.num_tasks or (min(table.core_options.bucket, shuffle) if not table.partition_keys else shuffle)
+    src = src.repartition(max(1, n), *[F.col(p) for p in table.partition_keys], F.col(BUCKET_COLUMN))
+    src_types = {f.name: f.dataType for f in src.schema.fields}
+    joined_schema = T.StructType(
+        [T.StructField(f"__s_{i}", src_types[c], True) for i, c in enumerate(src_names)] +
+        [T.StructField(f"__t_{i}", target_types[c], True) for i, c in enumerate(tcols)] +
+        [T.StructField("__has_s", T.BooleanType(), True), T.StructField("__has_t", T.BooleanType(), True),
+         T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
+    task = _join_task(table, splits, src_names, tcols, on, full, joined_schema, stats, has_marker)
+    joined = src.mapInArrow(task, joined_schema)
+    j = joined.select(
+        F.struct(*[F.col(f"__s_{i}").alias(c) for i, c in enumerate(src_names)]).alias("s"),
+        F.struct(*[F.col(f"__t_{i}").alias(c) for i, c in enumerate(tcols)]).alias("t"),
+        "__has_s", "__has_t", BUCKET_COLUMN)
+    has_s, has_t = F.col("__has_s"), F.col("__has_t")
+    when_cond = {MATCHED: has_s & has_t, NOT_MATCHED: has_s & ~has_t, NOT_MATCHED_BY_SOURCE: ~has_s & has_t}
+    if guard_fields:
+        when_cond[MATCHED] = when_cond[MATCHED] & _sequence_guard(guard_fields)
+        result["sequence_guard"] = guard_fields
+    action = None
+    for idx, c in enumerate(clauses):
+        cond = when_cond[c.when]
+        if c.condition:
+            cond = cond & F.coalesce(F.expr(c.condition).cast("boolean"), F.lit(False))
+        action = F.when(cond, F.lit(idx)) if action is None else action.when(cond, F.lit(idx))
+    j = j.withColumn("__action", action).where(F.col("__action").isNotNull())
+    rebucket = False
+    outputs = []
+    for name in names:
+        expr = None
+        for idx, c in enumerate(clauses):
+            value = _value(c, name, src_cols, tcols)
+            if c.action == "insert" and name in table.primary_keys and isinstance(c.assignments, Mapping):
+                given = {_resolve(names, k): v for k, v in c.assignments.items()}
+                if not (_is_identity(given[name], name) and name in on):
+                    rebucket = True
+            hit = F.col("__action") == idx
+            expr = F.when(hit, value) if expr is None else expr.when(hit, value)
+        outputs.append(expr.cast(target_types[name]).alias(name))
+    kind = None
+    for idx, c in enumerate(clauses):
+        hit = F.col("__action") == idx
+        kind = F.when(hit, F.lit(_KIND[c.action])) if kind is None else kind.when(hit, F.lit(_KIND[c.action]))
+    out = j.select(*outputs, kind.cast("byte").alias("__kind"), F.col(BUCKET_COLUMN))
+    if rebucket:
+        out = out.drop(BUCKET_COLUMN)
+    else:
+        # A second, increment-sized shuffle by the same (partition, bucket): the tasks that write files start only
+        # once every bucket was joined (so a duplicate source key fails the job before any file is written), and
+        # they reuse the joining tasks' Python workers instead of starting a second worker per task.
+        out = _by_bucket(out, [F.col(p) for p in table.partition_keys] + [F.col(BUCKET_COLUMN)], spec.num_tasks)
+    try:
+        return write_changes(spark, table, out, kind_column="__kind", commit_user=user, commit_identifier=ident,
+                             base_snapshot=base, duplicates="error",
+                             bucket_column=None if rebucket else BUCKET_COLUMN, num_tasks=spec.num_tasks,
+                             what="the MERGE output")
+    except DuplicateKeyError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        err = unwrap_task_error(e)
+        if err is e:
+            raise
+        raise err from None
+
+
+def _value(c: MergeClause, name: str, src_cols: Sequence[str], tcols: Sequence[str]) -> Any:
+    """The value clause `c` gives target column `name`."""
+    s_name = _resolve(src_cols, name)
+    t_has = name in tcols
+    t_value = F.col("t").getField(name) if t_has else F.lit(None)
+    if c.action == "delete":
+        return t_value
+    if c.is_star:
+        return F.col("s").getField(s_name)
+    given = {k.lower(): v for k, v in c.assignments.items()}
+    if name.lower() in given:
+        return F.expr(given[name.lower()])
+    if c.action == "update":
+        return t_value
+    return F.lit(None)

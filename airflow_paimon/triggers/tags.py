@@ -1,0 +1,178 @@
+"""Deferrable waits of the tag sensors, run by the triggerer.
+
+Nothing here blocks the triggerer's event loop: time is waited with ``asyncio.sleep``, and every look at a
+table (which needs the Airflow connection and filesystem I/O) runs in a worker thread with
+``asyncio.to_thread``. The triggers carry only the connection id, never the warehouse's credentials: the
+connection is resolved inside that thread (the task SDK bridges a thread's connection request to the
+triggerer's event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pendulum
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+__all__ = ["TagExistsTrigger", "TagTimeTrigger"]
+
+_MAX_SLEEP = 60.0
+"""Sleep at most this long before reading the clock again (robust to clock changes and suspends)."""
+
+
+def _utcnow() -> pendulum.DateTime:
+    """The current time (a separate function so tests can move it)."""
+    return pendulum.now("UTC")
+
+
+def _as_utc(value: dt.datetime | str, what: str) -> pendulum.DateTime:
+    if isinstance(value, str):
+        value = pendulum.parse(value)
+    if not isinstance(value, dt.datetime):
+        raise TypeError(f"{what} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None:
+        raise ValueError(f"{what} must be timezone-aware, got {value.isoformat()}")
+    return pendulum.instance(value).in_timezone("UTC")
+
+
+def _open_table(paimon_conn_id: str, table: str) -> Any:
+    from airflow_paimon.hooks.paimon import PaimonHook
+
+    return PaimonHook(paimon_conn_id=paimon_conn_id).get_table(table)
+
+
+def latest_snapshot_info(paimon_conn_id: str, table: str) -> tuple[int, int] | None:
+    """``(id, time_millis)`` of the table's latest snapshot, or None. Blocking: call it in a thread."""
+    snapshot = _open_table(paimon_conn_id, table).latest_snapshot()
+    if snapshot is None:
+        return None
+    return snapshot.id, snapshot.time_millis
+
+
+def tag_info(paimon_conn_id: str, table: str, tag_name: str) -> dict[str, Any] | None:
+    """``{"tag", "snapshot_id"}`` when the tag exists, else None (also while the table does not exist).
+    Blocking: call it in a thread."""
+    from airflow_paimon.format.errors import TableNotFoundError, TagNotFoundError
+
+    try:
+        tag = _open_table(paimon_conn_id, table).tags.get(tag_name)
+    except (TableNotFoundError, TagNotFoundError):
+        return None
+    return {"tag": tag_name, "snapshot_id": tag.snapshot.id}
+
+
+async def _sleep_until(moment: pendulum.DateTime) -> None:
+    while True:
+        remaining = (moment - _utcnow()).total_seconds()
+        if remaining <= 0:
+            return
+        await asyncio.sleep(min(remaining, _MAX_SLEEP))
+
+
+class TagTimeTrigger(BaseTrigger):
+    """Fires at ``moment`` (a tag's creation instant); with ``data_after``, only once the table also has a
+    snapshot committed at or after ``data_after`` (the period's end: its data is complete).
+
+    :param moment: when the tag is due (timezone-aware).
+    :param paimon_conn_id: the Paimon connection (needed with ``data_after``).
+    :param table: ``database.table`` (needed with ``data_after``).
+    :param data_after: wait for a snapshot committed at or after this instant.
+    :param poll_interval: seconds between looks at the table.
+
+    The event is ``{"status": "success", "moment", "snapshot_id"}`` or ``{"status": "error", "message"}``.
+    """
+
+    def __init__(
+        self,
+        moment: dt.datetime | str,
+        *,
+        paimon_conn_id: str | None = None,
+        table: str | None = None,
+        data_after: dt.datetime | str | None = None,
+        poll_interval: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.moment = _as_utc(moment, "moment")
+        self.data_after = _as_utc(data_after, "data_after") if data_after is not None else None
+        if self.data_after is not None and not (paimon_conn_id and table):
+            raise ValueError("waiting for data needs paimon_conn_id and table")
+        self.paimon_conn_id = paimon_conn_id
+        self.table = table
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "moment": self.moment,
+                "paimon_conn_id": self.paimon_conn_id,
+                "table": self.table,
+                "data_after": self.data_after,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        self.log.info("Waiting until %s", self.moment.isoformat())
+        await _sleep_until(self.moment)
+        snapshot_id = None
+        if self.data_after is not None:
+            want = int(self.data_after.timestamp() * 1000)
+            self.log.info("Waiting for a snapshot of %s committed at or after %s", self.table, self.data_after)
+            while True:
+                try:
+                    latest = await asyncio.to_thread(latest_snapshot_info, self.paimon_conn_id, self.table)
+                except Exception as exc:
+                    yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                    return
+                if latest is not None and latest[1] >= want:
+                    snapshot_id = latest[0]
+                    break
+                await asyncio.sleep(self.poll_interval)
+        yield TriggerEvent({"status": "success", "moment": self.moment.isoformat(), "snapshot_id": snapshot_id})
+
+
+class TagExistsTrigger(BaseTrigger):
+    """Fires once the table has the tag ``tag_name`` (a missing table counts as "not yet").
+
+    :param paimon_conn_id: the Paimon connection.
+    :param table: ``database.table``.
+    :param tag_name: the tag to wait for.
+    :param poll_interval: seconds between looks at the table.
+
+    The event is ``{"status": "success", "tag", "snapshot_id"}`` or ``{"status": "error", "message"}``.
+    """
+
+    def __init__(self, *, paimon_conn_id: str, table: str, tag_name: str, poll_interval: float = 60.0) -> None:
+        super().__init__()
+        self.paimon_conn_id = paimon_conn_id
+        self.table = table
+        self.tag_name = tag_name
+        self.poll_interval = float(poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "paimon_conn_id": self.paimon_conn_id,
+                "table": self.table,
+                "tag_name": self.tag_name,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        self.log.info("Waiting for tag %r of %s", self.tag_name, self.table)
+        while True:
+            try:
+                found = await asyncio.to_thread(tag_info, self.paimon_conn_id, self.table, self.tag_name)
+            except Exception as exc:
+                yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                return
+            if found is not None:
+                yield TriggerEvent({"status": "success", **found})
+                return
+            await asyncio.sleep(self.poll_interval)

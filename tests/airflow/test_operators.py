@@ -1,0 +1,384 @@
+"""The tag and expiry operators against real tables on disk (execute() with a run's context)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import types
+
+import pendulum
+import pytest
+from airflow.sdk import Asset, AssetAlias
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.execution_time.context import OutletEventAccessors
+
+from airflow_paimon.format.periods import PeriodSpec
+from airflow_paimon.operators import (
+    CreateTagOperator,
+    DeleteTagOperator,
+    ExpireSnapshotsOperator,
+    RollbackOperator,
+)
+from airflow_paimon.operators import tags as tag_ops
+from airflow_paimon.operators.tags import period_of_run, table_asset_uri
+from tests.e2e.tables import commit_at, connection_json, create_table
+
+pytestmark = pytest.mark.airflow
+
+UTC = "UTC"
+
+
+def utc(*args: int) -> pendulum.DateTime:
+    return pendulum.datetime(*args, tz=UTC)
+
+
+class FakeTI:
+    def __init__(self) -> None:
+        self.xcoms: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.xcoms[key] = value
+
+
+def run_context(start=None, end=None, logical_date=None, run_after=None) -> dict:
+    """What a task's context holds about its run (the parts the operators read)."""
+    return {
+        "data_interval_start": start,
+        "data_interval_end": end,
+        "logical_date": logical_date,
+        "dag_run": types.SimpleNamespace(run_after=run_after),
+        "ti": FakeTI(),
+        "outlet_events": OutletEventAccessors(),
+    }
+
+
+def daily(logical_date: pendulum.DateTime) -> dict:
+    """A ``@daily`` cron run of Airflow 3: an empty data interval at the logical date."""
+    return run_context(logical_date, logical_date, logical_date, logical_date)
+
+
+@pytest.fixture
+def now(monkeypatch):
+    """Freeze the operators' clock: ``now(t)`` sets it (default: long after every period used here)."""
+
+    def set_now(value: pendulum.DateTime) -> None:
+        monkeypatch.setattr(tag_ops, "_utcnow", lambda: value)
+
+    set_now(utc(2026, 11, 20))
+    return set_now
+
+
+@pytest.fixture
+def warehouse(tmp_path, monkeypatch):
+    path = str(tmp_path / "wh")
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", connection_json(path))
+    return path
+
+
+@pytest.fixture
+def table(warehouse):
+    """A table tagged daily at 02:30 UTC, with commits around the 2026-11-11 period's end and creation time:
+
+    s1 2026-11-11 10:00, s2 2026-11-11 23:59:59, s3 2026-11-12 00:30 (after the period, before 02:30),
+    s4 2026-11-12 02:30:00.001 (just after the tag is due), s5 2026-11-13 01:00.
+    """
+    t = create_table(warehouse, "db.orders", {"tag.create-time": "02:30"})
+    t.snapshot_ids = {
+        "s1": commit_at(t, utc(2026, 11, 11, 10), 1),
+        "s2": commit_at(t, utc(2026, 11, 11, 23, 59, 59), 2),
+        "s3": commit_at(t, utc(2026, 11, 12, 0, 30), 3),
+        "s4": commit_at(t, utc(2026, 11, 12, 2, 30, 0, 1000), 4),
+        "s5": commit_at(t, utc(2026, 11, 13, 1), 5),
+    }
+    return t
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Which period a run tags
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_period_of_a_daily_cron_run_is_the_day_before():
+    spec = PeriodSpec(create_time="02:30")
+    at = utc(2026, 11, 12)
+    period = period_of_run(spec, at, at, at, at)
+    assert spec.tag_name(period) == "2026-11-11"
+    assert (period.start, period.end) == (utc(2026, 11, 11), utc(2026, 11, 12))
+    assert spec.creation_instant(period) == utc(2026, 11, 12, 2, 30)
+
+
+def test_period_of_a_run_with_a_data_interval_contains_it():
+    spec = PeriodSpec()
+    assert spec.tag_name(period_of_run(spec, utc(2026, 11, 11), utc(2026, 11, 12))) == "2026-11-11"
+    two_days = PeriodSpec(interval_days=2)
+    # 2026-11-11 is day 20403 after the epoch: its 2-day period starts on 2026-11-11.
+    assert two_days.tag_name(period_of_run(two_days, utc(2026, 11, 12, 6), utc(2026, 11, 13, 6))) == "2026-11-11"
+
+
+def test_period_of_a_run_without_data_interval_uses_logical_date_then_run_after():
+    spec = PeriodSpec()
+    assert spec.tag_name(period_of_run(spec, logical_date=utc(2026, 11, 12, 5))) == "2026-11-11"
+    assert spec.tag_name(period_of_run(spec, run_after=utc(2026, 11, 14, 0, 0, 1))) == "2026-11-13"
+    with pytest.raises(ValueError, match="no data interval"):
+        period_of_run(spec)
+
+
+def test_table_asset_uri():
+    # Airflow writes a URI without a host as scheme:/path.
+    assert table_asset_uri("/data/wh", "db.t") == "paimon:/data/wh/db.t"
+    assert table_asset_uri("s3://bucket/wh/", "db.t") == "paimon://bucket/wh/db.t"
+    assert table_asset_uri("s3://key:secret@bucket:9000/wh", "db.t") == "paimon://bucket:9000/wh/db.t"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CreateTagOperator
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_daily_run_tags_latest_snapshot_at_or_before_creation_instant(table, now):
+    op = CreateTagOperator(task_id="tag", table="db.orders")
+    ctx = daily(utc(2026, 11, 12))
+    result = op.execute(ctx)
+    assert result["tag"] == "2026-11-11"
+    # s3 was committed after the period but before 02:30, s4 a millisecond after: s3 it is.
+    assert result["snapshot_id"] == table.snapshot_ids["s3"]
+    assert result["status"] == "created"
+    assert result["due"] == utc(2026, 11, 12, 2, 30).isoformat()
+    assert result["period_start"] == utc(2026, 11, 11).isoformat()
+    assert table.tags.get("2026-11-11").snapshot.id == table.snapshot_ids["s3"]
+    assert ctx["ti"].xcoms == {"tag_name": "2026-11-11", "snapshot_id": table.snapshot_ids["s3"]}
+
+
+def test_run_with_timetable_interval_tags_its_period(table, now):
+    ctx = run_context(utc(2026, 11, 12), utc(2026, 11, 13), utc(2026, 11, 12), utc(2026, 11, 13, 2, 30))
+    result = CreateTagOperator(task_id="tag", table="db.orders").execute(ctx)
+    assert (result["tag"], result["snapshot_id"]) == ("2026-11-12", table.snapshot_ids["s5"])
+
+
+def test_rerun_is_idempotent(table, now):
+    op = CreateTagOperator(task_id="tag", table="db.orders")
+    first = op.execute(daily(utc(2026, 11, 12)))
+    tag_file = table.tags.path("2026-11-11")
+    before = table.io.read_bytes(tag_file)
+    again = op.execute(daily(utc(2026, 11, 12)))
+    assert again["status"] == "unchanged"
+    assert again["snapshot_id"] == first["snapshot_id"]
+    assert table.io.read_bytes(tag_file) == before
+
+
+def test_existing_tag_on_another_snapshot(table, now):
+    table.tags.create("2026-11-11", snapshot_id=table.snapshot_ids["s1"])
+    with pytest.raises(AirflowFailException, match="already exists on snapshot 1"):
+        CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
+    assert table.tags.get("2026-11-11").snapshot.id == table.snapshot_ids["s1"]
+
+    result = CreateTagOperator(task_id="tag", table="db.orders", if_exists="replace").execute(
+        daily(utc(2026, 11, 12))
+    )
+    assert (result["status"], result["snapshot_id"]) == ("replaced", table.snapshot_ids["s3"])
+    assert table.tags.get("2026-11-11").snapshot.id == table.snapshot_ids["s3"]
+
+
+def test_if_exists_fail_fails_even_on_the_same_snapshot(table, now):
+    CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
+    op = CreateTagOperator(task_id="tag", table="db.orders", if_exists="fail")
+    with pytest.raises(AirflowFailException, match="already exists"):
+        op.execute(daily(utc(2026, 11, 12)))
+
+
+def test_if_exists_is_checked():
+    with pytest.raises(ValueError, match="if_exists"):
+        CreateTagOperator(task_id="tag", table="db.t", if_exists="overwrite")
+
+
+def test_expired_snapshot_is_a_clear_error_and_no_tag(table, now):
+    # Keep only s4 and s5: the snapshot the 2026-11-11 tag needs (s3) is gone, and so is any proof of it.
+    table.expire_snapshots(retain_min=2, older_than=utc(2026, 11, 20))
+    assert [s.id for s in table.snapshots()] == [table.snapshot_ids["s4"], table.snapshot_ids["s5"]]
+    with pytest.raises(AirflowFailException, match="SnapshotNotFoundError"):
+        CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
+    assert not table.tags.exists("2026-11-11")
+    # The next period is still exact: s5 is retained and s4 proves nothing between them was lost.
+    result = CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 13)))
+    assert result["snapshot_id"] == table.snapshot_ids["s5"]
+
+
+def test_a_period_with_no_snapshot_yet_is_a_clear_error(table, now):
+    with pytest.raises(AirflowFailException, match="no snapshot committed at or before"):
+        CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 10)))
+    assert table.tags.names() == []
+
+
+def test_a_tag_that_is_not_due_yet_is_refused(table, now):
+    now(utc(2026, 11, 12, 2, 29, 59))
+    with pytest.raises(AirflowException, match="not due until 2026-11-12T02:30:00"):
+        CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
+    assert table.tags.names() == []
+    now(utc(2026, 11, 12, 2, 30))
+    assert CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))["tag"]
+
+
+def test_named_tag_on_a_templated_snapshot_id(table, now):
+    op = CreateTagOperator(task_id="tag", table="db.orders", tag_name="release-1", snapshot_id="2")
+    result = op.execute(daily(utc(2026, 11, 12)))
+    assert (result["tag"], result["snapshot_id"], result["period_start"]) == ("release-1", 2, None)
+    # A named tag with nothing else tags the latest snapshot.
+    latest = CreateTagOperator(task_id="tag2", table="db.orders", tag_name="latest-one").execute(run_context())
+    assert latest["snapshot_id"] == table.snapshot_ids["s5"]
+    # A period name with an explicit time.
+    at = CreateTagOperator(task_id="tag3", table="db.orders", as_of="2026-11-11T12:00:00+00:00").execute(
+        daily(utc(2026, 11, 12))
+    )
+    assert (at["tag"], at["snapshot_id"]) == ("2026-11-11", table.snapshot_ids["s1"])
+
+
+def test_bad_arguments_fail_cleanly(table, now):
+    with pytest.raises(AirflowFailException, match="whole number"):
+        CreateTagOperator(task_id="t", table="db.orders", tag_name="x", snapshot_id="two").execute(run_context())
+    with pytest.raises(AirflowFailException, match="numeric"):
+        CreateTagOperator(task_id="t", table="db.orders", tag_name="123").execute(run_context())
+    with pytest.raises(AirflowFailException, match="does not exist"):
+        CreateTagOperator(task_id="t", table="db.missing").execute(daily(utc(2026, 11, 12)))
+    assert table.tags.names() == []
+
+
+def test_asset_event_through_the_alias(table, warehouse, now):
+    op = CreateTagOperator(task_id="tag", table="db.orders")
+    assert op.outlets == [AssetAlias(name="paimon_tags")]
+    ctx = daily(utc(2026, 11, 12))
+    op.execute(ctx)
+    events = ctx["outlet_events"][AssetAlias(name="paimon_tags")].asset_alias_events
+    assert len(events) == 1
+    assert events[0].dest_asset_key.uri == f"paimon:{warehouse}/db.orders"
+    assert events[0].extra == {
+        "tag": "2026-11-11",
+        "snapshot_id": table.snapshot_ids["s3"],
+        "table": "db.orders",
+        "status": "created",
+    }
+
+
+def test_asset_event_on_a_given_asset(table, now):
+    asset = Asset("paimon://lake/db/orders")
+    op = CreateTagOperator(task_id="tag", table="db.orders", asset=asset)
+    assert op.outlets == [asset]
+    ctx = daily(utc(2026, 11, 12))
+    op.execute(ctx)
+    assert ctx["outlet_events"][asset].extra["tag"] == "2026-11-11"
+    assert ctx["outlet_events"][asset].extra["snapshot_id"] == table.snapshot_ids["s3"]
+
+
+def test_periodic_tags_beyond_num_retained_max_expire(warehouse, now):
+    t = create_table(warehouse, "db.kept", {"tag.num-retained-max": "2"})
+    for day in (10, 11, 12, 13):
+        commit_at(t, utc(2026, 11, day, 12), day)
+    t.tags.create("keep-me", snapshot_id=1)  # not periodic: never counted
+    results = [
+        CreateTagOperator(task_id="tag", table="db.kept").execute(daily(utc(2026, 11, day)))
+        for day in (11, 12, 13)
+    ]
+    assert [r["expired_tags"] for r in results] == [[], [], ["2026-11-10"]]
+    assert sorted(t.tags.names()) == ["2026-11-11", "2026-11-12", "keep-me"]
+
+
+def test_templated_fields():
+    assert set(CreateTagOperator.template_fields) >= {"table", "tag_name", "snapshot_id", "as_of", "time_retained"}
+    assert "tag_name" in DeleteTagOperator.template_fields
+    assert "to" in RollbackOperator.template_fields
+    assert {"retain_min", "retain_max", "older_than"} <= set(ExpireSnapshotsOperator.template_fields)
+
+
+def test_time_retained_is_written(table, now):
+    CreateTagOperator(task_id="tag", table="db.orders", time_retained="7d").execute(daily(utc(2026, 11, 12)))
+    assert table.tags.get("2026-11-11").time_retained == dt.timedelta(days=7)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# DeleteTagOperator and RollbackOperator
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_delete_tag(table):
+    table.tags.create("to-go", snapshot_id=2)
+    result = DeleteTagOperator(task_id="d", table="db.orders", tag_name="to-go").execute(run_context())
+    assert result["tags"] == ["to-go"]
+    assert result["files_freed"] >= 1
+    assert not table.tags.exists("to-go")
+    with pytest.raises(AirflowFailException, match="does not exist"):
+        DeleteTagOperator(task_id="d", table="db.orders", tag_name="to-go").execute(run_context())
+    quiet = DeleteTagOperator(task_id="d", table="db.orders", tag_name="to-go", ignore_missing=True)
+    assert quiet.execute(run_context())["tags"] == []
+
+
+def test_rollback_to_tag_and_to_snapshot_id(table):
+    table.tags.create("good", snapshot_id=3)
+    table.tags.create("later", snapshot_id=5)
+    dry = RollbackOperator(task_id="r", table="db.orders", to="good", dry_run=True).execute(run_context())
+    assert dry["dry_run"] and sorted(dry["snapshots"]) == [4, 5]
+    assert table.latest_snapshot().id == 5
+
+    result = RollbackOperator(task_id="r", table="db.orders", to="good").execute(run_context())
+    assert result["rolled_back_to"] == 3
+    assert result["tags"] == ["later"]
+    assert table.latest_snapshot().id == 3
+    assert sorted(table.read()["id"].to_pylist()) == [1, 2, 3]
+
+    RollbackOperator(task_id="r", table="db.orders", to="2").execute(run_context())
+    assert table.latest_snapshot().id == 2
+    with pytest.raises(AirflowFailException, match="not a tag"):
+        RollbackOperator(task_id="r", table="db.orders", to="no-such-tag").execute(run_context())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ExpireSnapshotsOperator
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_expire_snapshots_summary(warehouse):
+    t = create_table(warehouse, "db.events", {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3"})
+    for i in range(1, 6):
+        commit_at(t, utc(2026, 11, 1, i), i)
+    t.tags.create("first", snapshot_id=1, time_retained="1h")  # created now: not expired yet
+
+    dry = ExpireSnapshotsOperator(task_id="x", table="db.events", dry_run=True).execute(run_context())
+    assert dry["dry_run"] is True
+    assert dry["snapshots_expired"] == 3 and dry["snapshots"]["snapshots"] == [1, 2, 3]
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5]
+
+    result = ExpireSnapshotsOperator(task_id="x", table="db.events").execute(run_context())
+    assert result["snapshots_expired"] == 3
+    assert result["tags_expired"] == 0
+    assert result["files_freed"] > 0 and result["bytes_freed"] > 0
+    assert result["files_freed"] == result["snapshots"]["files_freed"] + result["tags"]["files_freed"]
+    assert "3 snapshot(s) and 0 tag(s) expired" in result["summary"]
+    assert [s.id for s in t.snapshots()] == [4, 5]
+    # The tag still reads: what it needs was kept.
+    assert t.read(tag="first")["id"].to_pylist() == [1]
+    # Everything in the result is plain JSON (XCom).
+    import json
+
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_expire_snapshots_arguments(warehouse):
+    t = create_table(warehouse, "db.events", {})
+    for i in range(1, 5):
+        commit_at(t, utc(2026, 11, 1, i), i)
+    result = ExpireSnapshotsOperator(
+        task_id="x", table="db.events", retain_min="1", retain_max="10", older_than="2026-11-01T02:30:00+00:00",
+        expire_tags=False,
+    ).execute(run_context())
+    assert result["snapshots"]["snapshots"] == [1]
+    assert result["tags"] is None
+    with pytest.raises(AirflowFailException, match="retain_max"):
+        ExpireSnapshotsOperator(task_id="x", table="db.events", retain_max="many").execute(run_context())
+
+
+def test_package_exports():
+    import airflow_paimon.operators as operators
+
+    for name in operators.__all__:
+        assert isinstance(getattr(operators, name), type), name
+    from airflow_paimon.operators import CompactOperator, MergeIncrementalOperator, RemoveOrphanFilesOperator
+
+    assert MergeIncrementalOperator.__module__ == "airflow_paimon.operators.merge"
+    assert {CompactOperator.__module__, RemoveOrphanFilesOperator.__module__} == {"airflow_paimon.operators.maintenance"}

@@ -1,0 +1,326 @@
+"""End to end: real Airflow (``airflow standalone`` on SQLite), a backfill created through the REST API, the
+tags it makes, and a deferred TagTimeSensor resumed by the triggerer.
+
+What runs: ``airflow standalone`` (scheduler, DAG processor, API server and triggerer; LocalExecutor) in a
+temporary AIRFLOW_HOME, with this repository's ``dags/`` folder and ``paimon_default`` given by
+``AIRFLOW_CONN_PAIMON_DEFAULT``. The test logs in as the UI does with the simple auth manager (``POST
+/auth/token`` with the admin password standalone generated into ``simple_auth_manager_passwords.json.
+generated``) and creates a backfill of the five daily periods before now (``POST /api/v2/backfills``).
+
+Time: the DAG's timetable and the table use a fixed UTC offset chosen so that the newest of those periods
+ended a moment before the backfill starts, and the table's ``tag.create-time`` puts that period's tag ~50 s
+after the backfill starts. So four runs tag past periods at once (their snapshots were committed with the
+library's clock set to past instants, around each period's end and creation instant), and the fifth run's
+sensor defers to the triggerer, which resumes it at the creation instant; a commit made after that instant
+must not be in the tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pendulum
+import pytest
+
+from airflow_paimon.format.periods import PeriodSpec
+from tests.e2e.tables import commit_at, commit_now, connection_json, create_table, offset_for_boundary, sleep_until
+
+httpx = pytest.importorskip("httpx")
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+DAG_ID = "paimon_daily_tags"
+TABLE = "demo.e2e"
+STARTUP_TIMEOUT = 240
+BACKFILL_TIMEOUT = 300
+DEFER_MARGIN = 50  # seconds between the backfill's creation and the newest period's creation instant
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Standalone:
+    """``airflow standalone`` in its own process group, stopped (with every child) on exit."""
+
+    def __init__(self, home: Path, env: dict[str, str]):
+        self.home = home
+        self.env = env
+        self.log_path = home / "standalone.log"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Standalone:
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [str(VENV_BIN / "airflow"), "standalone"],
+            env=self.env,
+            cwd=self.home,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the components and task processes stop with it
+        )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        proc = self.process
+        if proc is None:
+            return
+        pgid = proc.pid  # start_new_session: the group id is the pid of the process started here
+        for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and _group_alive(pgid):
+                time.sleep(0.5)
+            if not _group_alive(pgid):
+                break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        self._log.close()
+        self.process = None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def tail(self, lines: int = 80) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Api:
+    """The REST API, authenticated as the UI's login form does (simple auth manager)."""
+
+    def __init__(self, base: str, home: Path):
+        self.base = base
+        self.home = home
+        self.client = httpx.Client(base_url=base, timeout=30)
+        self.token: str | None = None
+
+    def login(self) -> None:
+        passwords = json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())
+        response = self.client.post("/auth/token", json={"username": "admin", "password": passwords["admin"]})
+        assert response.status_code == 201, response.text
+        self.token = response.json()["access_token"]
+        self.client.headers["Authorization"] = f"Bearer {self.token}"
+
+    def get(self, path: str, **params) -> httpx.Response:
+        return self.client.get(path, params=params or None)
+
+    def post(self, path: str, body: dict) -> httpx.Response:
+        return self.client.post(path, json=body)
+
+
+def wait_for(what: str, condition, timeout: float, server: Standalone, interval: float = 2.0):
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while time.monotonic() < deadline:
+        if not server.alive():
+            pytest.fail(f"airflow standalone exited while waiting for {what}:\n{server.tail()}")
+        try:
+            value = condition()
+            if value:
+                return value
+        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:
+            last_error = exc
+        time.sleep(interval)
+    pytest.fail(f"timed out waiting for {what} (last error: {last_error!r}):\n{server.tail()}")
+
+
+def airflow_env(home: Path, port: int, warehouse: str, offset: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_"))}
+    env.update({
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "8",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+        # Only the backfill's runs: no scheduled runs next to them.
+        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+        "AIRFLOW_CONN_PAIMON_DEFAULT": connection_json(warehouse),
+        # The DAG's configuration (read at parse time from the environment).
+        "PAIMON_DAILY_TAGS_TABLE": TABLE,
+        "PAIMON_DAILY_TAGS_CREATE_TIME": "00:00",
+        "PAIMON_DAILY_TAGS_TIMEZONE": offset,
+    })
+    return env
+
+
+def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
+    home = tmp_path / "airflow-home"
+    home.mkdir()
+    warehouse = str(tmp_path / "warehouse")
+    port = free_port()
+
+    # The newest period ends shortly after Airflow should be up (it must have ended when the backfill starts).
+    boundary = pendulum.now("UTC").add(seconds=20).replace(microsecond=0)
+    offset = offset_for_boundary(boundary)
+    env = airflow_env(home, port, warehouse, offset)
+
+    with Standalone(home, env) as server:
+        api = Api(f"http://127.0.0.1:{port}", home)
+
+        def healthy():
+            health = api.get("/api/v2/monitor/health").json()
+            parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+            return all((health.get(p) or {}).get("status") == "healthy" for p in parts)
+
+        wait_for("Airflow to be healthy", healthy, STARTUP_TIMEOUT, server)
+        wait_for("the admin password", lambda: (home / "simple_auth_manager_passwords.json.generated").exists(),
+                 30, server)
+        api.login()
+
+        def dag_parsed():
+            response = api.get(f"/api/v2/dags/{DAG_ID}")
+            return response.status_code == 200 and not response.json()["is_paused"]
+
+        wait_for(f"the DAG {DAG_ID}", dag_parsed, 120, server)
+        errors = api.get("/api/v2/importErrors").json()
+        assert errors["total_entries"] == 0, errors
+
+        # ---- the table, now that the creation instant can be put ~DEFER_MARGIN s ahead -------------------
+        sleep_until(boundary.add(seconds=1))
+        due = pendulum.now("UTC").add(seconds=DEFER_MARGIN).replace(microsecond=0)
+        create_after = due - boundary
+        create_time = f"{int(create_after.total_seconds()) // 3600:02d}:" \
+                      f"{int(create_after.total_seconds()) % 3600 // 60:02d}:{int(create_after.total_seconds()) % 60:02d}"
+        table = create_table(warehouse, TABLE, {"tag.create-time": create_time, "sink.process-time-zone": offset})
+        spec = PeriodSpec.from_options(table.options())
+        newest = spec.previous(spec.period_containing(boundary))
+        assert newest.end == boundary and spec.creation_instant(newest) == due
+        periods = [newest]
+        for _ in range(4):
+            periods.insert(0, spec.previous(periods[0]))
+        p4, p3, p2, p1, p0 = periods
+        ct = create_after
+        ms = pendulum.duration(microseconds=1000)
+        snap = {
+            "a": commit_at(table, p4.start.add(hours=6), 1),
+            "b": commit_at(table, p4.end, 2),  # on the boundary: still p4's tag (due later)
+            "c": commit_at(table, p4.end + ct + ms, 3),  # 1 ms after p4's tag was due
+            # nothing during p3
+            "d": commit_at(table, p2.end + ct, 4),  # exactly when p2's tag is due
+            "e": commit_at(table, p1.start.add(hours=1), 5),
+            "f": commit_at(table, p1.end + ct + pendulum.duration(seconds=1), 6),
+            "g": commit_at(table, p0.end.subtract(hours=1), 7),
+        }
+        snap["h"] = commit_now(table, 8)[0]  # real time, after p0 ended and before its tag is due
+        expected = {
+            spec.tag_name(p4): snap["b"],
+            spec.tag_name(p3): snap["c"],
+            spec.tag_name(p2): snap["d"],
+            spec.tag_name(p1): snap["e"],
+            spec.tag_name(p0): snap["h"],
+        }
+
+        late: dict[str, int] = {}
+
+        def commit_after_due():
+            sleep_until(due.add(seconds=1))
+            late["id"], late["ms"] = commit_now(table, 9)
+
+        writer = threading.Thread(target=commit_after_due, daemon=True)
+        writer.start()
+
+        # ---- the backfill, through the REST API ---------------------------------------------------------
+        response = api.post("/api/v2/backfills", {
+            "dag_id": DAG_ID,
+            "from_date": p4.start.in_timezone("UTC").isoformat(),
+            "to_date": p0.start.in_timezone("UTC").isoformat(),
+            "max_active_runs": 5,
+            "reprocess_behavior": "none",
+        })
+        assert response.status_code == 200, response.text
+        backfill = response.json()
+        backfill_started = pendulum.now("UTC")
+        assert backfill_started < due, "Airflow was too slow to leave time for the sensor to defer"
+
+        newest_run: dict[str, str] = {}
+        seen_deferred: list[str] = []
+
+        def runs():
+            return api.get(f"/api/v2/dags/{DAG_ID}/dagRuns", limit=50).json()["dag_runs"]
+
+        def backfill_done():
+            for run in runs():
+                if run["data_interval_end"] and pendulum.parse(run["data_interval_end"]) == boundary:
+                    newest_run["run_id"] = run["dag_run_id"]
+            if "run_id" in newest_run:
+                ti = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{newest_run['run_id']}/taskInstances/wait_until_due")
+                if ti.status_code == 200 and ti.json()["state"] == "deferred":
+                    seen_deferred.append(pendulum.now("UTC").isoformat())
+            state = api.get(f"/api/v2/backfills/{backfill['id']}").json()
+            return state.get("completed_at") is not None
+
+        wait_for("the backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0)
+        writer.join(timeout=30)
+
+        backfill_runs = [r for r in runs() if r.get("run_type") == "backfill"]
+        assert len(backfill_runs) == 5, backfill_runs
+        assert {r["state"] for r in backfill_runs} == {"success"}, [(r["dag_run_id"], r["state"]) for r in backfill_runs]
+        for run in backfill_runs:
+            tis = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances").json()
+            states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
+            # Backfill runs tag, and leave expiry to live runs.
+            assert states == {
+                "wait_until_due": "success",
+                "create_tag": "success",
+                "skip_expiry_in_backfills": "success",
+                "expire_snapshots": "skipped",
+            }, (run["dag_run_id"], states)
+
+        # ---- the tags ---------------------------------------------------------------------------------
+        tags = {tag.name: tag.snapshot.id for tag in table.tags.list()}
+        assert tags == expected
+
+        # ---- the deferred sensor: held by the triggerer, resumed at the creation instant ----------------
+        assert seen_deferred, "the newest run's TagTimeSensor was never seen deferred"
+        sensor = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{newest_run['run_id']}/taskInstances/wait_until_due").json()
+        assert pendulum.parse(sensor["end_date"]) >= due
+        tag_task = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{newest_run['run_id']}/taskInstances/create_tag").json()
+        assert pendulum.parse(tag_task["start_date"]) >= due
+        assert late and late["ms"] > due.timestamp() * 1000  # committed after the instant: not in the tag
+        assert tags[spec.tag_name(p0)] != late["id"]
+
+        # The asset events of the runs carry the tags.
+        events = api.get("/api/v2/assets/events", limit=50).json()["asset_events"]
+        assert {(e["extra"]["tag"], e["extra"]["snapshot_id"]) for e in events} == set(expected.items())

@@ -1,0 +1,455 @@
+"""Model-based test of table upkeep: random commits (inserts, updates, deletes, compactions), tag creation,
+deletion, renaming and replacing, snapshot expiry with random retention, tag expiry, rollback, orphan cleanup and
+crashes in the middle of destructive operations, checked against a simple in-memory model after every step:
+
+* the retained snapshots and the tags are exactly the model's, and each reads exactly the model's rows;
+* no file any retained snapshot or tag references (data files it reads, manifest lists, manifests) is missing;
+* after orphan cleanup (with `older_than` in the future, so every unreferenced file is eligible) no unreferenced
+  data or manifest file remains.
+
+Reads are memoised by (base manifest list, delta manifest list): manifests and data files are immutable, and the
+existence of every file a snapshot reads is checked at every step, so an unchanged key means unchanged rows.
+Every 50 steps and at the end of each run the memo is dropped and everything is read again.
+
+Size: PAIMON_MODEL_EXAMPLES (default 60) runs of up to PAIMON_MODEL_STEPS (default 50) steps, the same ones on
+every run (derandomised); PAIMON_MODEL_RANDOM=1 draws new ones. The number of operations run is printed (see it
+with `pytest -s`) and recorded as the `model_operations` property of the test (JUnit XML).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+import time
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from airflow_paimon.format import PaimonError, TagNotFoundError
+from airflow_paimon.format.options import parse_duration
+from airflow_paimon.format.tags import TagAlreadyExistsError
+
+from .upkeep_helpers import FUTURE, FailAfter, all_files, compact, judged_files, make_table, referenced_names
+
+EXAMPLES = int(os.environ.get("PAIMON_MODEL_EXAMPLES", "60"))
+STEPS = int(os.environ.get("PAIMON_MODEL_STEPS", "50"))
+FULL_CHECK_EVERY = 50
+TAG_NAMES = ["t1", "t2", "t3", "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
+PERIODIC_MAX = 3
+COUNTS = {"operations": 0, "runs": 0, "errors_expected": 0, "crashes": 0}
+KINDS: dict[str, int] = {}
+SECONDS: dict[str, float] = {}
+# Relative frequency of each kind of step.
+WEIGHTS = {"upsert": 6, "delete": 3, "compact": 3, "create_tag": 4, "delete_tag": 2, "rename_tag": 1,
+           "expire_tags": 1, "expire_snapshots": 3, "rollback": 2, "remove_orphans": 1, "bad_input": 1, "crash": 1}
+
+
+class _Patch:
+    """A minimal monkeypatch for FailAfter outside pytest fixtures."""
+
+    def setattr(self, obj, name, value):
+        if value is None:
+            obj.__dict__.pop(name, None)
+        else:
+            setattr(obj, name, value)
+
+
+class UpkeepModel(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="paimon-model-")
+        self.table = make_table(self.dir, partitioned=True, buckets=2,
+                                options={"tag.num-retained-max": str(PERIODIC_MAX)})
+        self.snaps: dict[int, frozenset] = {}
+        self.tags: dict[str, dict] = {}
+        self.memo: dict[tuple, frozenset] = {}
+        self.entries_memo: dict[tuple, set] = {}
+        self.steps = 0
+        COUNTS["runs"] += 1
+
+    def teardown(self):
+        try:
+            if self.snaps:
+                self.memo.clear()
+                self._check()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- helpers -------------------------------------------------------------------------------------
+    def _op(self):
+        COUNTS["operations"] += 1
+        self.steps += 1
+
+    @property
+    def latest(self) -> int | None:
+        return max(self.snaps) if self.snaps else None
+
+    def _latest_rows(self) -> dict:
+        if not self.snaps:
+            return {}
+        return {(r[1], r[0]): r[2] for r in self.snaps[self.latest]}
+
+    def _committed(self, snap, rows: dict) -> None:
+        assert snap is not None
+        assert snap.id == (self.latest or 0) + 1, (snap.id, self.latest)
+        self.snaps[snap.id] = frozenset((k[1], k[0], v) for k, v in rows.items())
+
+    def _time(self, sid: int) -> int:
+        return self.table.snapshot(sid).time_millis
+
+    def _roots(self) -> dict:
+        t = self.table
+        out = {("snapshot", i): t.snapshot(i) for i in t.snapshot_manager.ids()}
+        out.update({("tag", x.name): x.snapshot for x in t.tags.list()})
+        return out
+
+    def _assert_freed(self, before: dict) -> None:
+        """Everything the removed roots used (data files, manifests, manifest lists) that no remaining root uses
+        is gone: upkeep frees it, it does not leave it to orphan cleanup."""
+        after = self._roots()
+        kept = set()
+        for snap in after.values():
+            kept |= self._live(snap)
+        used = set()
+        for key, snap in before.items():
+            if key not in after or after[key].base_manifest_list != snap.base_manifest_list:
+                used |= self._live(snap)
+        left = (used - kept) & all_files(self.table.path)
+        assert not left, f"not freed: {sorted(left)}"
+
+    # ---- commits -------------------------------------------------------------------------------------
+    @initialize(ids=st.lists(st.integers(0, 12), min_size=1, max_size=8, unique=True), v=st.integers(0, 999))
+    def first_commit(self, ids, v):
+        self.upsert(ids, "a", v)
+
+    def upsert(self, ids, p, v):
+        self._op()
+        snap = self.table.write(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids),
+                                          "v": pa.array([v] * len(ids), pa.int64())}))
+        rows = self._latest_rows()
+        for i in ids:
+            rows[(p, i)] = v
+        self._committed(snap, rows)
+
+    def delete(self, ids, p):
+        self._op()
+        snap = self.table.delete(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids)}))
+        rows = self._latest_rows()
+        for i in ids:
+            rows.pop((p, i), None)
+        self._committed(snap, rows)
+
+    def compact(self):
+        self._op()
+        snap = compact(self.table)
+        if snap is not None:
+            self._committed(snap, self._latest_rows())
+
+    # ---- tags ----------------------------------------------------------------------------------------
+    def create_tag(self, name, source, pick, ttl, replace):
+        self._op()
+        if source == "tag" and self.tags:
+            sid = sorted(t["sid"] for t in self.tags.values())[pick % len(self.tags)]
+            rows = next(t["rows"] for t in self.tags.values() if t["sid"] == sid)
+        elif source == "snapshot":
+            sid = sorted(self.snaps)[pick % len(self.snaps)]
+            rows = self.snaps[sid]
+        else:
+            sid, rows = self.latest, self.snaps[self.latest]
+        existing = self.tags.get(name)
+        if existing is not None and existing["sid"] != sid and not replace:
+            COUNTS["errors_expected"] += 1
+            with pytest.raises(TagAlreadyExistsError):
+                self.table.tags.create(name, snapshot_id=None if source == "latest" else sid,
+                                       time_retained=ttl, replace=False)
+            return
+        tag = self.table.tags.create(name, snapshot_id=None if source == "latest" else sid, time_retained=ttl,
+                                     replace=replace)
+        assert tag.snapshot_id == sid
+        if existing is not None and existing["sid"] == sid:
+            wanted = parse_duration(ttl) if ttl is not None else None
+            if replace and wanted is not None and wanted != existing["ttl"]:
+                assert tag.time_retained == wanted     # replace on the same snapshot: a new retention
+                existing.update(ttl=tag.time_retained, created=tag.create_time)
+            else:
+                assert tag.time_retained == existing["ttl"]  # idempotent: unchanged
+            return
+        self.tags[name] = {"sid": sid, "rows": rows, "ttl": tag.time_retained, "created": tag.create_time}
+
+    def delete_tag(self, name):
+        self._op()
+        if name not in self.tags:
+            COUNTS["errors_expected"] += 1
+            with pytest.raises(TagNotFoundError):
+                self.table.tags.delete(name)
+            return
+        before = self._roots()
+        result = self.table.tags.delete(name)
+        self._assert_freed(before)
+        assert result.tags == [name]
+        del self.tags[name]
+
+    def rename_tag(self, old, new):
+        self._op()
+        if old not in self.tags:
+            COUNTS["errors_expected"] += 1
+            with pytest.raises(TagNotFoundError):
+                self.table.tags.rename(old, new)
+            return
+        if old != new and new in self.tags:
+            COUNTS["errors_expected"] += 1
+            with pytest.raises(TagAlreadyExistsError):
+                self.table.tags.rename(old, new)
+            return
+        self.table.tags.rename(old, new)
+        self.tags[new] = self.tags.pop(old)
+
+    def expire_tags(self, offset):
+        self._op()
+        now = dt.datetime.now() + offset
+        expected = {n for n, t in self.tags.items() if t["ttl"] is not None and now > t["created"] + t["ttl"]}
+        periodic = sorted(n for n in self.tags if n.startswith("2026-") and n not in expected)
+        expected |= set(periodic[:max(len(periodic) - PERIODIC_MAX, 0)])
+        before = self._roots()
+        result = self.table.expire_tags(now=now)
+        self._assert_freed(before)
+        assert set(result.tags) == expected
+        for n in expected:
+            del self.tags[n]
+
+    # ---- expiry --------------------------------------------------------------------------------------
+    def expire_snapshots(self, rmin, extra, limit, timed, pick):
+        self._op()
+        ids = sorted(self.snaps)
+        if timed:
+            threshold = self._time(ids[pick % len(ids)])
+        else:
+            threshold = int(FUTURE.timestamp() * 1000)
+        rmax = None if extra is None else rmin + extra
+        earliest, latest = ids[0], ids[-1]
+        keep_from = max(latest - (rmax if rmax is not None else 2**31 - 1) + 1, earliest)
+        end = min(latest - rmin + 1, earliest + (limit if limit is not None else 10))
+        stop = end
+        for sid in range(keep_from, end):
+            if sid + 1 in self.snaps and threshold <= self._time(sid + 1):
+                stop = sid
+                break
+        expected = [i for i in ids if i < stop]
+        before = self._roots()
+        result = self.table.expire_snapshots(retain_min=rmin, retain_max=rmax, older_than=threshold,
+                                             max_deletes=limit)
+        self._assert_freed(before)
+        assert result.snapshots == expected
+        for sid in expected:
+            del self.snaps[sid]
+
+    # ---- rollback ------------------------------------------------------------------------------------
+    def _rollback_target(self, kind, pick):
+        if kind == "tag" and self.tags:
+            name = sorted(self.tags)[pick % len(self.tags)]
+            return name, self.tags[name]["sid"], self.tags[name]["rows"]
+        sid = sorted(self.snaps)[pick % len(self.snaps)]
+        if kind == "time":
+            t = self._time(sid)
+            sid = max(i for i in self.snaps if self._time(i) <= t)
+            return dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc), sid, self.snaps[sid]
+        return sid, sid, self.snaps[sid]
+
+    def _apply_rollback(self, sid, rows):
+        for i in [i for i in self.snaps if i > sid]:
+            del self.snaps[i]
+        self.snaps[sid] = rows
+        for n in [n for n, t in self.tags.items() if t["sid"] > sid]:
+            del self.tags[n]
+
+    def rollback(self, kind, pick):
+        self._op()
+        target, sid, rows = self._rollback_target(kind, pick)
+        before = self._roots()
+        result = self.table.rollback(target)
+        self._assert_freed(before)
+        assert result.rolled_back_to == sid
+        assert (result.restored_snapshot is not None) == (sid not in self.snaps)
+        self._apply_rollback(sid, rows)
+
+    # ---- orphans ---------------------------------------------------------------------------------------
+    def remove_orphans(self):
+        self._op()
+        self.table.remove_orphan_files(older_than=FUTURE)
+        judged = {p.rsplit("/", 1)[-1] for p in judged_files(self.table)}
+        leftover = judged - referenced_names(self.table)
+        assert not leftover, f"unreferenced files survived orphan cleanup: {sorted(leftover)}"
+
+    # ---- bad inputs ------------------------------------------------------------------------------------
+    def bad_input(self, which):
+        self._op()
+        COUNTS["errors_expected"] += 1
+        before = all_files(self.table.path)
+        with pytest.raises(PaimonError):
+            if which == "name":
+                self.table.tags.create("12")
+            elif which == "retain":
+                self.table.expire_snapshots(retain_min=3, retain_max=1)
+            elif which == "target":
+                self.table.rollback("no-such-thing")
+            else:
+                self.table.remove_orphan_files(older_than="soon")
+        assert all_files(self.table.path) == before
+
+    # ---- crashes ---------------------------------------------------------------------------------------
+    def crash(self, op, n, pick):
+        self._op()
+        COUNTS["crashes"] += 1
+        fail = FailAfter(_Patch(), self.table.io, n)
+        restored_rows = None
+        try:
+            if op == "expire":
+                self.table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+            elif op == "rollback":
+                target, sid, rows = self._rollback_target("tag" if pick % 2 else "snapshot", pick)
+                restored_rows = (sid, rows)
+                self.table.rollback(target)
+            elif self.tags:
+                self.table.tags.delete(sorted(self.tags)[pick % len(self.tags)])
+        except FailAfter.Crash:
+            pass
+        finally:
+            fail.undo()
+        # Reconcile: whatever roots survived must be ones the model knows (or the restored rollback target).
+        listed = set(self.table.snapshot_manager.ids())
+        if restored_rows is not None and restored_rows[0] in listed and restored_rows[0] not in self.snaps:
+            self.snaps[restored_rows[0]] = restored_rows[1]
+        assert listed <= set(self.snaps), (listed, sorted(self.snaps))
+        for i in set(self.snaps) - listed:
+            del self.snaps[i]
+        tags = set(self.table.tags.names())
+        assert tags <= set(self.tags)
+        for name in set(self.tags) - tags:
+            del self.tags[name]
+
+    # ---- one weighted step ------------------------------------------------------------------------------
+    @rule(kind=st.sampled_from([k for k, w in WEIGHTS.items() for _ in range(w)]), data=st.data())
+    def step(self, kind, data):
+        KINDS[kind] = KINDS.get(kind, 0) + 1
+        started = time.perf_counter()
+        try:
+            self._step(kind, data.draw)
+        finally:
+            SECONDS[kind] = SECONDS.get(kind, 0.0) + time.perf_counter() - started
+
+    def _step(self, kind, draw):
+        rows = st.lists(st.integers(0, 12), min_size=1, max_size=6, unique=True)
+        part = st.sampled_from(["a", "b"])
+        pick = st.integers(0, 1000)
+        if kind == "upsert":
+            self.upsert(draw(rows), draw(part), draw(st.integers(0, 999)))
+        elif kind == "delete":
+            self.delete(draw(rows), draw(part))
+        elif kind == "compact":
+            self.compact()
+        elif kind == "create_tag":
+            self.create_tag(draw(st.sampled_from(TAG_NAMES)), draw(st.sampled_from(["latest", "snapshot", "tag"])),
+                            draw(pick), draw(st.sampled_from([None, None, "1 h", "30 d"])), draw(st.booleans()))
+        elif kind == "delete_tag":
+            known = sorted(self.tags)
+            name = draw(st.sampled_from(known)) if known and draw(st.integers(0, 4)) else \
+                draw(st.sampled_from(TAG_NAMES))
+            self.delete_tag(name)
+        elif kind == "rename_tag":
+            known = sorted(self.tags) or TAG_NAMES
+            self.rename_tag(draw(st.sampled_from(known)), draw(st.sampled_from(TAG_NAMES)))
+        elif kind == "expire_tags":
+            self.expire_tags(draw(st.sampled_from([dt.timedelta(0), dt.timedelta(hours=2), dt.timedelta(days=40)])))
+        elif kind == "expire_snapshots":
+            self.expire_snapshots(draw(st.integers(1, 4)), draw(st.one_of(st.none(), st.integers(0, 4))),
+                                  draw(st.one_of(st.none(), st.integers(1, 8))), draw(st.booleans()), draw(pick))
+        elif kind == "rollback":
+            self.rollback(draw(st.sampled_from(["snapshot", "tag", "time"])), draw(pick))
+        elif kind == "remove_orphans":
+            self.remove_orphans()
+        elif kind == "bad_input":
+            self.bad_input(draw(st.sampled_from(["name", "retain", "target", "older"])))
+        elif kind == "crash":
+            self.crash(draw(st.sampled_from(["expire", "rollback", "delete_tag"])), draw(st.integers(0, 25)),
+                       draw(pick))
+        else:
+            raise AssertionError(kind)
+
+    # ---- invariants ------------------------------------------------------------------------------------
+    def _live(self, snap) -> set:
+        key = (snap.base_manifest_list, snap.delta_manifest_list)
+        got = self.entries_memo.get(key)
+        if got is None:
+            t = self.table
+            codec = t.partition_codec
+            mdir = f"{t.path}/manifest"
+            got = {f"{mdir}/{snap.base_manifest_list}", f"{mdir}/{snap.delta_manifest_list}"}
+            for lst in (snap.base_manifest_list, snap.delta_manifest_list):
+                got |= {f"{mdir}/{m.file_name}" for m in t.manifest_io.read_list(lst)}
+            for e in t.file_entries(snap):
+                got.add(t.data_file_path(codec.from_bytes(e.partition), e.bucket, e.file))
+            self.entries_memo[key] = got
+        return got
+
+    def _rows_of(self, key, read) -> frozenset:
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = frozenset((r["id"], r["p"], r["v"]) for r in read().to_pylist())
+        return got
+
+    @invariant()
+    def check(self):
+        started = time.perf_counter()
+        try:
+            self._invariant()
+        finally:
+            SECONDS["(checks)"] = SECONDS.get("(checks)", 0.0) + time.perf_counter() - started
+
+    def _invariant(self):
+        if self.steps and self.steps % FULL_CHECK_EVERY == 0:
+            self.memo.clear()
+        self._check()
+
+    def _check(self):
+        t = self.table
+        assert t.snapshot_manager.ids() == sorted(self.snaps)
+        tags = {x.name: x for x in t.tags.list()}
+        assert set(tags) == set(self.tags)
+        existing = all_files(t.path)
+        for sid, rows in self.snaps.items():
+            snap = t.snapshot(sid)
+            missing = self._live(snap) - existing
+            assert not missing, f"snapshot {sid} lost {sorted(missing)}"
+            key = (snap.base_manifest_list, snap.delta_manifest_list)
+            assert self._rows_of(key, lambda: t.read(snapshot_id=sid)) == rows, f"snapshot {sid} differs"
+        for name, model in self.tags.items():
+            snap = tags[name].snapshot
+            assert snap.id == model["sid"]
+            missing = self._live(snap) - existing
+            assert not missing, f"tag {name} lost {sorted(missing)}"
+            key = (snap.base_manifest_list, snap.delta_manifest_list)
+            assert self._rows_of(key, lambda: t.read(tag=name)) == model["rows"], f"tag {name} differs"
+        if self.snaps:
+            assert t.latest_snapshot().id == self.latest
+
+
+def test_upkeep_model(record_property):
+    for k in COUNTS:
+        COUNTS[k] = 0
+    KINDS.clear()
+    SECONDS.clear()
+    randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
+    run_state_machine_as_test(UpkeepModel, settings=settings(
+        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
+        database=None, suppress_health_check=list(HealthCheck)))
+    record_property("model_operations", COUNTS["operations"])
+    print(f"\nupkeep model: {COUNTS['operations']} operations in {COUNTS['runs']} runs "
+          f"({COUNTS['errors_expected']} expected errors, {COUNTS['crashes']} injected crashes)")
+    print(f"  checks after every step: {SECONDS.get('(checks)', 0):.1f}s")
+    print("  by kind: " + ", ".join(f"{k} {v} ({SECONDS.get(k, 0):.1f}s)" for k, v in sorted(KINDS.items())))
+    assert COUNTS["operations"] >= EXAMPLES * 5

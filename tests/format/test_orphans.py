@@ -1,0 +1,148 @@
+"""Orphan-file removal: only unreferenced files older than the safety age, never schema/, hints, snapshot or tag
+files, consumers or branches."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+
+from airflow_paimon.format import InvalidOptionError, UnsupportedTableError
+
+from .upkeep_helpers import (FUTURE, all_files, check_all_readable, compact, judged_files, make_table,
+                             referenced_names, set_mtime, snapshot_reads, tree_hashes, upsert)
+
+OLD = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)
+
+
+@pytest.fixture
+def table(tmp_path):
+    t = make_table(tmp_path, partitioned=True)
+    upsert(t, range(5), 1, p="x")
+    upsert(t, range(3, 8), 2, p="y")
+    t.tags.create("t2")
+    upsert(t, range(5), 3, p="x")
+    compact(t)
+    return t
+
+
+def _plant(table) -> dict[str, str]:
+    """Unreferenced files of every kind a crash or a failed writer leaves behind, all three days old."""
+    paths = {
+        "data": f"{table.path}/p=x/bucket-0/data-00000000-dead-beef-0000-000000000000-0.parquet",
+        "changelog": f"{table.path}/p=y/bucket-1/changelog-11111111-dead-beef-0000-000000000000-0.parquet",
+        "new-partition": f"{table.path}/p=zz/bucket-0/data-22222222-dead-beef-0000-000000000000-0.parquet",
+        "manifest": f"{table.path}/manifest/manifest-33333333-dead-beef-0000-000000000000-0",
+        "manifest-list": f"{table.path}/manifest/manifest-list-44444444-dead-beef-0000-000000000000-0",
+        "index": f"{table.path}/index/index-55555555-0",
+        "statistics": f"{table.path}/statistics/stat-66666666-0",
+        "snapshot-tmp": f"{table.path}/snapshot/.snapshot-9.0123456789abcdef0123456789abcdef.tmp",
+        "tag-tmp": f"{table.path}/tag/.tag-x.0123456789abcdef0123456789abcdef.tmp",
+    }
+    for p in paths.values():
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"orphan")
+        set_mtime(p, OLD)
+    return paths
+
+
+def _protected(table) -> dict[str, str]:
+    """Files orphan cleanup must never judge, even unreferenced and old."""
+    paths = {
+        "schema": f"{table.path}/schema/schema-7",
+        "consumer": f"{table.path}/consumer/consumer-job",
+        "top-level": f"{table.path}/README",
+        "odd-dir": f"{table.path}/p=x/notes.txt",
+    }
+    for p in paths.values():
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"keep")
+        set_mtime(p, OLD)
+    for hint in ("EARLIEST", "LATEST"):
+        set_mtime(f"{table.path}/snapshot/{hint}", OLD)
+    return paths
+
+
+def test_removes_old_unreferenced_files_only(table):
+    reads = snapshot_reads(table)
+    planted = _plant(table)
+    protected = _protected(table)
+    before = all_files(table.path)
+    result = table.remove_orphan_files()   # default safety age: one day
+    assert sorted(result.paths) == sorted(planted.values())
+    assert result.bytes_freed == 6 * len(planted)
+    after = all_files(table.path)
+    assert before - after == set(planted.values())
+    assert set(protected.values()) <= after
+    assert not os.path.exists(f"{table.path}/p=zz")  # emptied partition directories go too
+    check_all_readable(table, reads)
+
+
+def test_young_files_are_kept_by_default(table):
+    young = f"{table.path}/p=x/bucket-0/data-77777777-0000-0000-0000-000000000000-0.parquet"
+    with open(young, "wb") as f:
+        f.write(b"being written")
+    assert table.remove_orphan_files().files == []
+    assert os.path.exists(young)
+    # older_than in the future makes everything unreferenced eligible
+    assert table.remove_orphan_files(older_than=FUTURE).paths == [young]
+
+
+def test_dry_run_lists_and_deletes_nothing(table):
+    planted = _plant(table)
+    before = tree_hashes(table.path)
+    plan = table.remove_orphan_files(dry_run=True)
+    assert sorted(plan.paths) == sorted(planted.values()) and plan.dry_run
+    assert tree_hashes(table.path) == before
+    assert plan.to_dict()["files_freed"] == len(planted)
+
+
+def test_leaves_exactly_the_referenced_files(table):
+    table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    _plant(table)
+    table.remove_orphan_files(older_than=FUTURE)
+    names = {p.rsplit("/", 1)[-1] for p in judged_files(table)}
+    assert names == referenced_names(table) & names
+    assert names <= referenced_names(table)
+    check_all_readable(table)
+
+
+@pytest.mark.parametrize("older_than", ["last tuesday", dt.timedelta(days=-1), object()])
+def test_bad_older_than_changes_nothing(table, older_than):
+    _plant(table)
+    before = tree_hashes(table.path)
+    with pytest.raises(InvalidOptionError):
+        table.remove_orphan_files(older_than=older_than)
+    assert tree_hashes(table.path) == before
+
+
+def test_branches_are_refused(table):
+    _plant(table)
+    os.makedirs(f"{table.path}/branch/branch-dev/schema")
+    before = tree_hashes(table.path)
+    with pytest.raises(UnsupportedTableError, match="branches"):
+        table.remove_orphan_files(older_than=FUTURE)
+    assert tree_hashes(table.path) == before
+
+
+def test_a_corrupt_snapshot_file_stops_everything(table):
+    _plant(table)
+    with open(f"{table.path}/snapshot/snapshot-999", "w") as f:
+        f.write("{not json")
+    before = tree_hashes(table.path)
+    with pytest.raises(Exception, match="snapshot-999"):
+        table.remove_orphan_files(older_than=FUTURE)
+    assert tree_hashes(table.path) == before
+
+
+def test_a_missing_manifest_stops_everything(table):
+    _plant(table)
+    latest = table.latest_snapshot()
+    os.remove(f"{table.path}/manifest/{latest.base_manifest_list}")
+    before = tree_hashes(table.path)
+    with pytest.raises(Exception, match="missing"):
+        table.remove_orphan_files(older_than=FUTURE)
+    assert tree_hashes(table.path) == before

@@ -1,0 +1,207 @@
+"""Shared helpers of the upkeep tests (tags, expiry, rollback, orphans, system tables, model test)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format.commit import CommitMessage
+from airflow_paimon.format.manifest import ADD, FILE_SOURCE_COMPACT
+
+FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc)
+
+PK_SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
+APPEND_SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def make_table(root: Path | str, name: str = "db.t", pk: bool = True, partitioned: bool = False,
+               buckets: int = 2, options: dict[str, str] | None = None) -> Table:
+    catalog = Catalog(str(root))
+    catalog.create_database(name.split(".")[0], ignore_if_exists=True)
+    opts = dict(options or {})
+    if pk:
+        opts.setdefault("bucket", str(buckets))
+        return catalog.create_table(name, PK_SCHEMA, primary_keys=["p", "id"] if partitioned else ["id"],
+                                    partition_keys=["p"] if partitioned else [], options=opts)
+    return catalog.create_table(name, APPEND_SCHEMA, options=opts)
+
+
+def upsert(table: Table, ids, v: int, p: str = "a"):
+    ids = list(ids)
+    return table.write(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids),
+                                 "v": pa.array([v] * len(ids), pa.int64())}))
+
+
+def delete(table: Table, ids, p: str = "a"):
+    ids = list(ids)
+    return table.delete(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids)}))
+
+
+def rows(data: pa.Table) -> list[tuple]:
+    cols = data.column_names
+    return sorted(tuple(r[c] for c in cols) for r in data.to_pylist())
+
+
+def compact(table: Table):
+    """Full compaction: each bucket with several files is rewritten as one file (the old ones are deleted)."""
+    base = table.latest_snapshot()
+    if base is None:
+        return None
+    writer = table.new_write()
+    messages = []
+    for split in table.plan():
+        if len(split.files) < 2:
+            continue
+        data = table.read_split(split)
+        if table.is_primary_key:
+            keys = table.schema().trimmed_primary_keys
+            data = data.sort_by([(k, "ascending") for k in keys])
+            first = max(f.max_sequence_number for f in split.files) + 1
+            if data.num_rows:
+                msg = writer.write_bucket(split.partition, split.bucket, data, None, first, level=5,
+                                          file_source=FILE_SOURCE_COMPACT)
+            else:
+                msg = CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, [])
+        else:
+            first = min(f.min_sequence_number for f in split.files)
+            msg = writer.write_bucket(split.partition, split.bucket, data, None, first,
+                                      file_source=FILE_SOURCE_COMPACT)
+        msg.deleted_files = list(split.files)
+        messages.append(msg)
+    if not messages:
+        return None
+    return table.commit(messages, commit_kind="COMPACT", base_snapshot_id=base.id)
+
+
+def tree_hashes(root: Path | str) -> dict[str, str]:
+    """relative path -> sha256 of every file under `root` (to prove an operation changed nothing)."""
+    out = {}
+    root = str(root)
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def all_files(root: Path | str) -> set[str]:
+    out = set()
+    for d, _, files in os.walk(str(root)):
+        for f in files:
+            out.add(os.path.join(d, f))
+    return out
+
+
+def live_data_paths(table: Table, snapshot) -> set[str]:
+    """Paths of the data files a read of `snapshot` uses (independent of the code under test)."""
+    codec = table.partition_codec
+    out = set()
+    for e in table.file_entries(snapshot):
+        out.add(table.data_file_path(codec.from_bytes(e.partition), e.bucket, e.file))
+    return out
+
+
+def metadata_paths(table: Table, snapshot) -> set[str]:
+    mdir = f"{table.path}/manifest"
+    out = set()
+    for lst in (snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list):
+        if lst:
+            out.add(f"{mdir}/{lst}")
+            for m in table.manifest_io.read_list(lst):
+                out.add(f"{mdir}/{m.file_name}")
+    return out
+
+
+def referenced_names(table: Table) -> set[str]:
+    """Every file name any snapshot or tag mentions (metadata, and data files of any manifest entry)."""
+    names = set()
+    snaps = [table.snapshot(i) for i in table.snapshot_manager.ids()] + [t.snapshot for t in table.tags.list()]
+    for s in snaps:
+        for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
+            if not lst:
+                continue
+            names.add(lst)
+            for m in table.manifest_io.read_list(lst):
+                names.add(m.file_name)
+                for e in table.manifest_io.read_entries(m.file_name):
+                    names.add(e.file.file_name)
+                    names.update(e.file.extra_files)
+    return names
+
+
+def judged_files(table: Table) -> set[str]:
+    """Files orphan cleanup judges: data files in bucket directories and files in manifest/."""
+    out = set()
+    root = table.path
+    for p in all_files(root):
+        rel = os.path.relpath(p, root).split(os.sep)
+        if rel[0] == "manifest" or (len(rel) >= 2 and rel[-2].startswith("bucket-")):
+            out.add(p)
+    return out
+
+
+def check_all_readable(table: Table, expected: dict[Any, list] | None = None) -> None:
+    """Every retained snapshot and tag: its files exist and it reads (optionally: the expected rows)."""
+    existing = all_files(table.path)
+    for sid in table.snapshot_manager.ids():
+        s = table.snapshot(sid)
+        missing = (live_data_paths(table, s) | metadata_paths(table, s)) - existing
+        assert not missing, f"snapshot {sid} lost {sorted(missing)}"
+        got = rows(table.read(snapshot_id=sid))
+        if expected is not None and ("snapshot", sid) in expected:
+            assert got == expected[("snapshot", sid)], f"snapshot {sid} reads differently"
+    for t in table.tags.list():
+        missing = (live_data_paths(table, t.snapshot) | metadata_paths(table, t.snapshot)) - existing
+        assert not missing, f"tag {t.name} lost {sorted(missing)}"
+        got = rows(table.read(tag=t.name))
+        if expected is not None and ("tag", t.name) in expected:
+            assert got == expected[("tag", t.name)], f"tag {t.name} reads differently"
+
+
+def snapshot_reads(table: Table) -> dict[Any, list]:
+    out = {}
+    for sid in table.snapshot_manager.ids():
+        out[("snapshot", sid)] = rows(table.read(snapshot_id=sid))
+    for t in table.tags.list():
+        out[("tag", t.name)] = rows(table.read(tag=t.name))
+    return out
+
+
+def set_mtime(path: str, when: dt.datetime) -> None:
+    ts = when.timestamp()
+    os.utime(path, (ts, ts))
+
+
+class FailAfter:
+    """Patch FileIO.delete so that the (n+1)-th deletion raises: a crash in the middle of an operation."""
+
+    class Crash(RuntimeError):
+        pass
+
+    def __init__(self, monkeypatch, io, n: int):
+        self.n = n
+        self.calls = 0
+        real = io.delete
+
+        def delete(path: str) -> None:
+            if self.calls >= self.n:
+                raise FailAfter.Crash(f"simulated crash before deleting {path}")
+            self.calls += 1
+            real(path)
+
+        monkeypatch.setattr(io, "delete", delete)
+        self.undo = lambda: monkeypatch.setattr(io, "delete", real)
+
+
+def entries_added(table: Table, snapshot) -> list:
+    out = []
+    for m in table.manifest_io.read_list(snapshot.delta_manifest_list):
+        out += [e for e in table.manifest_io.read_entries(m.file_name) if e.kind == ADD]
+    return out

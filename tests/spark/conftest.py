@@ -1,0 +1,57 @@
+"""A session-scoped local Spark (local[2], few shuffle partitions) for the Spark tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# Tests here that import Airflow (the operators, the DAG) must not touch a real AIRFLOW_HOME.
+if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
+    import tempfile
+
+    _home = Path(tempfile.mkdtemp(prefix="airflow-paimon-spark-tests-"))
+    os.environ.update({
+        "AIRFLOW_HOME": str(_home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home / 'airflow.db'}",
+    })
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if VENV_BIN not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("airflow-paimon-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def warehouse(tmp_path):
+    from airflow_paimon.format import Catalog
+
+    wh = tmp_path / "wh"
+    cat = Catalog(str(wh))
+    cat.create_database("db")
+    return cat

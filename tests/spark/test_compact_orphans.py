@@ -1,0 +1,164 @@
+"""Compaction (format library and Spark application) and orphan-file cleanup on Spark."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.format.compact import compact, max_level, plan_compaction
+from airflow_paimon.spark.compact_app import run_compaction
+from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.orphans_app import run_remove_orphans
+
+from .reference import canonical
+from .test_merge import SCHEMA, make_target, row, write_source
+
+
+def _files(table, snapshot=None):
+    snap = snapshot or table.latest_snapshot()
+    return table.file_entries(snap)
+
+
+def _history(cat, tmp_path, spark=None, partitioned=False, options=None):
+    """A table with several level-0 files per bucket, updates and deletes."""
+    t = make_target(cat, partitioned=partitioned, bucket=2, options=options, rows=[row(i) for i in range(30)])
+    t.write(pa.Table.from_pylist([row(i, 1) for i in range(20, 40)], schema=SCHEMA))
+    keys = [{"id": i, "dt": row(i)["dt"]} for i in range(0, 30, 4)]
+    t.delete(pa.Table.from_pylist(keys, schema=pa.schema([("id", pa.int64()), ("dt", pa.string())])))
+    t.write(pa.Table.from_pylist([row(i, 2) for i in range(35, 45)], schema=SCHEMA))
+    return cat.get_table("db.t")
+
+
+def test_full_compaction_of_primary_key_buckets_in_the_library(warehouse, tmp_path):
+    cat = warehouse
+    t = _history(cat, tmp_path)
+    before = t.read().to_pylist()
+    t.create_tag("before-compaction")
+    old_entries = _files(t)
+    seq_range = {e.bucket: (min(x.file.min_sequence_number for x in old_entries if x.bucket == e.bucket),
+                            max(x.file.max_sequence_number for x in old_entries if x.bucket == e.bucket))
+                 for e in old_entries}
+    assert max_level(t) == 5
+    snap = compact(t, commit_user="c", commit_identifier=7)
+    assert snap.commit_kind == "COMPACT"
+    t = cat.get_table("db.t")
+    entries = _files(t)
+    assert sorted(e.bucket for e in entries) == [0, 1]                   # one file per bucket
+    for e in entries:
+        assert e.file.level == 5 and e.file.delete_row_count == 0 and e.file.file_source == 1
+        lo, hi = seq_range[e.bucket]
+        assert lo <= e.file.min_sequence_number and e.file.max_sequence_number <= hi
+    assert canonical(t.read().to_pylist(), ["id"]) == canonical(before, ["id"])
+    # The tag (and the old snapshot) still read the old files, which are still on disk.
+    assert canonical(t.read(tag="before-compaction").to_pylist(), ["id"]) == canonical(before, ["id"])
+    assert all(os.path.exists(t.data_file_path((), e.bucket, e.file)) for e in old_entries)
+    # Nothing left to do; a retry of the same commit finds it.
+    assert plan_compaction(t) == []
+    assert compact(t, commit_user="c", commit_identifier=7).id == snap.id
+    # Writes after a compaction still win over the compacted rows.
+    t.write(pa.Table.from_pylist([row(1, 9)], schema=SCHEMA))
+    assert {r["id"]: r["name"] for r in cat.get_table("db.t").read().to_pylist()}[1] == "n1-v9"
+
+
+def test_compaction_honours_sequence_field(warehouse, tmp_path):
+    cat = warehouse
+    t = make_target(cat, options={"sequence.field": "updated_at", "num-levels": "3"},
+                    rows=[row(i, 5) for i in range(10)])
+    t.write(pa.Table.from_pylist([row(i, 1) for i in range(5)], schema=SCHEMA))   # older values, newer files
+    before = t.read().to_pylist()
+    assert {r["id"]: r["name"] for r in before}[0] == "n0-v5"
+    compact(t)
+    t = cat.get_table("db.t")
+    assert {e.file.level for e in _files(t)} == {2}
+    assert canonical(t.read().to_pylist(), ["id"]) == canonical(before, ["id"])
+
+
+@pytest.mark.spark
+def test_spark_compaction_of_some_partitions(spark, warehouse, tmp_path):
+    cat = warehouse
+    t = _history(cat, tmp_path, partitioned=True)
+    before = t.read().to_pylist()
+    spec = {"target": "db.t", "warehouse": cat.warehouse, "partitions": [{"dt": "2026-11-02"}],
+            "commit_user": "compactor", "commit_identifier": 1}
+    r = run_compaction(spark, spec)
+    assert r["status"] == "committed" and r["buckets"] >= 1
+    t = cat.get_table("db.t")
+    assert t.latest_snapshot().commit_kind == "COMPACT"
+    for e in _files(t):
+        dt_value = t.partition_codec.from_bytes(e.partition)[0]
+        if dt_value == "2026-11-02":
+            assert e.file.level == 5
+        else:
+            assert e.file.level == 0
+    assert canonical(t.read().to_pylist(), ["id", "dt"]) == canonical(before, ["id", "dt"])
+    again = run_compaction(spark, spec)
+    assert again["status"] == "already_committed" and again["snapshot_id"] == r["snapshot_id"]
+    whole = run_compaction(spark, {"target": "db.t", "warehouse": cat.warehouse})
+    assert whole["status"] == "committed"
+    assert {e.file.level for e in _files(cat.get_table("db.t"))} == {5}
+    assert run_compaction(spark, {"target": "db.t", "warehouse": cat.warehouse})["status"] == "no_changes"
+    # A merge after the compaction: new level-0 files on top of the compacted ones.
+    r = run_merge(spark, {"target": "db.t", "warehouse": cat.warehouse,
+                          "source": write_source(tmp_path, [row(2, 7)])})
+    rows = {(x["id"], x["dt"]): x for x in cat.get_table("db.t").read().to_pylist()}
+    assert rows[(2, row(2)["dt"])]["name"] == "n2-v7"
+
+
+@pytest.mark.spark
+def test_spark_merges_small_files_of_append_tables(spark, warehouse):
+    cat = warehouse
+    t = cat.create_table("db.log", SCHEMA, partition_keys=["dt"])
+    for v in range(4):
+        t.write(pa.Table.from_pylist([row(i, v) for i in range(v * 10, v * 10 + 10)], schema=SCHEMA))
+    before = t.read().to_pylist()
+    n_before = len(_files(t))
+    r = run_compaction(spark, {"target": "db.log", "warehouse": cat.warehouse})
+    assert r["status"] == "committed"
+    t = cat.get_table("db.log")
+    files = _files(t)
+    assert len(files) == 3 < n_before                                   # one per partition
+    assert canonical(t.read().to_pylist(), ["id", "dt"]) == canonical(before, ["id", "dt"])
+    seqs = sorted((e.file.min_sequence_number, e.file.max_sequence_number) for e in files)
+    assert all(lo <= hi for lo, hi in seqs)
+
+
+def _age(path, seconds):
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+@pytest.mark.spark
+def test_spark_orphan_cleanup_matches_the_library(spark, warehouse, tmp_path):
+    cat = warehouse
+    t = _history(cat, tmp_path, partitioned=True)
+    before = t.read().to_pylist()
+    bucket_dir = t.bucket_dir(("2026-11-01",), 0)
+    stray = [f"{bucket_dir}/data-stray-1.parquet", f"{t.path}/manifest/manifest-stray",
+             f"{t.bucket_dir(('2026-11-02',), 1)}/data-stray-2.parquet"]
+    for p in stray:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(b"x")
+        _age(p, 3 * 86400)
+    young = f"{bucket_dir}/data-young.parquet"
+    with open(young, "wb") as f:
+        f.write(b"y")
+    # Every live file is old too: only references keep them.
+    for root, _, names in os.walk(t.path):
+        for n in names:
+            if os.path.join(root, n) != young:
+                _age(os.path.join(root, n), 2 * 86400)
+    expected = sorted(cat.get_table("db.t").remove_orphan_files(dry_run=True).paths)
+    assert expected == sorted(stray)
+    spec = {"target": "db.t", "warehouse": cat.warehouse, "num_tasks": 3}
+    dry = run_remove_orphans(spark, dict(spec, dry_run=True))
+    assert dry["status"] == "dry_run" and sorted(dry["files"]) == expected and dry["listing_units"] > 3
+    assert all(os.path.exists(p) for p in stray)
+    done = run_remove_orphans(spark, spec)
+    assert done["files_deleted"] == len(stray) and not any(os.path.exists(p) for p in stray)
+    assert os.path.exists(young)
+    assert canonical(cat.get_table("db.t").read().to_pylist(), ["id", "dt"]) == canonical(before, ["id", "dt"])
+    assert run_remove_orphans(spark, spec)["status"] == "nothing_to_delete"

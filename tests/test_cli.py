@@ -1,0 +1,241 @@
+"""The `airflow-paimon` command: every command in-process through main(argv), and once as the installed
+console script."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_paimon.cli import build_parser, main, parse_time, render_table
+
+from .format.upkeep_helpers import compact, make_table, tree_hashes, upsert
+
+FUTURE = "2100-01-01"
+
+
+@pytest.fixture
+def wh(tmp_path, monkeypatch):
+    t = make_table(tmp_path)
+    upsert(t, range(5), 1)
+    upsert(t, range(3, 8), 2)
+    upsert(t, [1], 3)
+    compact(t)
+    monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path))
+    return tmp_path, t
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_snapshots_table_and_json(wh, capsys):
+    code, out, err = run(capsys, "snapshots", "db.t")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["snapshot_id", "schema_id", "commit_kind", "commit_time"]
+    assert set(lines[1]) <= {"-", " "}
+    assert len(lines) == 2 + 4 and "COMPACT" in lines[-1]
+    code, out, _ = run(capsys, "snapshots", "db.t", "--json")
+    doc = json.loads(out)
+    assert [d["snapshot_id"] for d in doc] == [1, 2, 3, 4] and doc[0]["commit_time"].endswith("Z")
+
+
+def test_tag_lifecycle(wh, capsys):
+    tmp, t = wh
+    code, out, _ = run(capsys, "tag", "create", "db.t", "nightly", "--snapshot", "2", "--retain", "7d")
+    assert code == 0 and "created tag 'nightly' on snapshot 2" in out
+    code, out, _ = run(capsys, "tag", "create", "db.t", "nightly", "--snapshot", "2")
+    assert code == 0 and "nothing changed" in out
+    s3 = t.snapshot(3).time_millis
+    as_of = dt.datetime.fromtimestamp(s3 / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    code, out, _ = run(capsys, "tag", "create", "db.t", "at3", "--as-of", as_of)
+    assert code == 0 and "on snapshot 3" in out
+    code, out, _ = run(capsys, "tags", "db.t", "--json")
+    doc = json.loads(out)
+    assert [(d["tag_name"], d["snapshot_id"]) for d in doc] == [("nightly", 2), ("at3", 3)]
+    assert doc[0]["time_retained"] == "PT168H" and doc[0]["expires"]
+    code, out, _ = run(capsys, "tags", "db.t")
+    assert out.splitlines()[0].split()[:2] == ["tag_name", "snapshot_id"]
+    code, out, _ = run(capsys, "tag", "rename", "db.t", "at3", "three")
+    assert code == 0 and t.tags.names() and "three" in t.tags.names()
+    code, out, _ = run(capsys, "tag", "delete", "db.t", "three", "--json")
+    assert code == 0 and json.loads(out)["tags"] == ["three"]
+
+
+def test_files(wh, capsys):
+    tmp, t = wh
+    code, out, _ = run(capsys, "files", "db.t")
+    assert code == 0 and "bucket-" in out and "level" in out.splitlines()[0]
+    t.tags.create("two", snapshot_id=2)
+    code, out, _ = run(capsys, "files", "db.t", "--tag", "two", "--json")
+    doc = json.loads(out)
+    assert doc and all(d["level"] == 0 for d in doc)
+    code, out, _ = run(capsys, "files", "db.t", "--snapshot", "1", "--json")
+    assert sum(d["record_count"] for d in json.loads(out)) == 5
+
+
+def test_expire_snapshots_dry_run_then_real(wh, capsys):
+    tmp, t = wh
+    before = tree_hashes(t.path)
+    code, out, _ = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", FUTURE,
+                       "--max-deletes", "100", "--dry-run")
+    assert code == 0 and "would delete 3 snapshot(s) 1..3" in out and "snapshot-1" in out
+    assert tree_hashes(t.path) == before
+    code, out, _ = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", FUTURE,
+                       "--max-deletes", "100", "--json")
+    assert code == 0 and json.loads(out)["snapshots"] == [1, 2, 3]
+
+
+def test_expire_tags(wh, capsys):
+    tmp, t = wh
+    t.tags.create("2026-11-01", snapshot_id=1)
+    t.tags.create("2026-11-02", snapshot_id=2)
+    from airflow_paimon.format.tags import Tag
+    old = t.tags.get("2026-11-01")
+    open(t.tags.path(old.name), "w").write(
+        Tag(old.name, old.snapshot, dt.datetime.now() - dt.timedelta(days=2), dt.timedelta(days=1)).to_json())
+    code, out, _ = run(capsys, "expire-tags", "db.t", "--dry-run")
+    assert code == 0 and "would delete" in out and "2026-11-01: retention" in out
+    code, out, _ = run(capsys, "expire-tags", "db.t", "--json")
+    assert json.loads(out)["tags"] == ["2026-11-01"]
+
+
+def test_rollback(wh, capsys):
+    tmp, t = wh
+    t.tags.create("v2", snapshot_id=2)
+    code, out, _ = run(capsys, "rollback", "db.t", "--to", "v2", "--dry-run")
+    assert code == 0 and "would delete 2 snapshot(s) 3..4" in out
+    code, out, _ = run(capsys, "rollback", "db.t", "--to", "3")
+    assert code == 0 and "latest snapshot is now 3" in out
+    s1 = t.snapshot(1).time_millis
+    when = dt.datetime.fromtimestamp((s1 + 1) / 1000, dt.timezone.utc).isoformat()
+    code, out, err = run(capsys, "rollback", "db.t", "--to", when, "--json")
+    assert code == 0 and json.loads(out)["rolled_back_to"] == 1, err
+
+
+def test_remove_orphan_files(wh, capsys):
+    tmp, t = wh
+    orphan = Path(t.path) / "bucket-0" / "data-deadbeef-0000-0000-0000-000000000000-0.parquet"
+    orphan.write_bytes(b"x")
+    code, out, _ = run(capsys, "remove-orphan-files", "db.t")
+    assert code == 0 and "deleted 0 orphan" in out and orphan.exists()
+    code, out, _ = run(capsys, "remove-orphan-files", "db.t", "--older-than", FUTURE, "--dry-run")
+    assert "would delete 1 orphan" in out and str(orphan) in out and orphan.exists()
+    code, out, _ = run(capsys, "remove-orphan-files", "db.t", "--older-than", FUTURE, "--json")
+    assert json.loads(out)["files_freed"] == 1 and not orphan.exists()
+
+
+def test_read_formats(wh, capsys, tmp_path):
+    tmp, t = wh
+    t.tags.create("one", snapshot_id=1)
+    code, out, _ = run(capsys, "read", "db.t", "--tag", "one")
+    assert code == 0 and out.splitlines()[0].split() == ["id", "p", "v"] and len(out.splitlines()) == 2 + 5
+    code, out, _ = run(capsys, "read", "db.t", "--format", "csv", "--limit", "2")
+    assert out.splitlines()[0] == '"id","p","v"' and len(out.splitlines()) == 3
+    code, out, _ = run(capsys, "read", "db.t", "--snapshot", "1", "--format", "json", "--columns", "id")
+    assert sorted(r["id"] for r in json.loads(out)) == [0, 1, 2, 3, 4]
+    target = tmp_path / "out.parquet"
+    code, out, err = run(capsys, "read", "db.t", "--format", "parquet", "--output", str(target))
+    assert code == 0 and pq.read_table(target).num_rows == 8 and "wrote 8 row(s)" in err
+    s2 = t.snapshot(2).time_millis
+    when = dt.datetime.fromtimestamp(s2 / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    code, out, _ = run(capsys, "read", "db.t", "--as-of", when, "--format", "json")
+    assert len(json.loads(out)) == 8
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["tag", "create", "db.t", "123"], "purely numeric"),
+    (["tag", "create", "db.t", "a/b"], "must not contain"),
+    (["tag", "create", "db.t", "x", "--snapshot", "99"], "snapshot 99"),
+    (["tag", "create", "db.t", "x", "--as-of", "yesterday"], "not an ISO 8601 time"),
+    (["tag", "create", "db.t", "x", "--retain", "forever"], "not a duration"),
+    (["tag", "delete", "db.t", "nope"], "tag 'nope' does not exist"),
+    (["tag", "rename", "db.t", "nope", "other"], "does not exist"),
+    (["expire-snapshots", "db.t", "--retain-min", "0"], "retain_min must be at least 1"),
+    (["expire-snapshots", "db.t", "--retain-min", "5", "--retain-max", "2"], "retain_max"),
+    (["rollback", "db.t", "--to", "99"], "snapshot 99"),
+    (["rollback", "db.t", "--to", "no-such-tag"], "not an ISO 8601 time"),
+    (["read", "db.t", "--tag", "nope"], "tag 'nope' does not exist"),
+    (["read", "db.t", "--format", "parquet"], "needs --output"),
+    (["read", "db.t", "--columns", "zz"], "not in the table schema"),
+    (["snapshots", "db.nope"], "does not exist"),
+    (["snapshots", "not-an-identifier"], "database.table"),
+])
+def test_errors_are_one_line_and_change_nothing(wh, capsys, argv, needle):
+    tmp, t = wh
+    before = tree_hashes(tmp)
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("airflow-paimon: error: ") and needle in err
+    assert "Traceback" not in err
+    assert tree_hashes(tmp) == before
+
+
+def test_usage_errors_exit_2_with_one_line(wh, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["tag"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error:" in err
+    with pytest.raises(SystemExit):
+        main(["expire-snapshots", "db.t", "--retain-min", "many"])
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_missing_warehouse(monkeypatch, capsys):
+    monkeypatch.delenv("PAIMON_WAREHOUSE", raising=False)
+    code, out, err = run(capsys, "snapshots", "db.t")
+    assert code == 1 and "PAIMON_WAREHOUSE" in err
+
+
+def _all_parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if hasattr(action, "choices") and isinstance(action.choices, dict):
+            for sub in action.choices.values():
+                yield from _all_parsers(sub)
+
+
+def test_every_command_has_help_with_an_example():
+    parsers = list(_all_parsers(build_parser()))
+    assert len(parsers) >= 13
+    for p in parsers:
+        text = p.format_help()
+        assert "example:" in text and "airflow-paimon" in text, p.prog
+
+
+def test_parse_time_and_render():
+    assert parse_time("2026-11-20") == int(dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    assert parse_time("2026-11-20 02:00:00") == parse_time("2026-11-20T02:00:00Z")
+    assert parse_time("2026-11-20T03:00:00+01:00") == parse_time("2026-11-20 02:00")
+    text = render_table(["a", "bb"], [[1, "x"], [100, None]])
+    assert text.splitlines() == ["  a  bb", "---  --", "  1  x", "100"]
+
+
+def test_console_script_in_a_subprocess(wh):
+    tmp, t = wh
+    script = Path(sys.executable).parent / "airflow-paimon"
+    assert script.exists(), "the package is not installed with its console script"
+    env = dict(os.environ, PAIMON_WAREHOUSE=str(tmp))
+    ok = subprocess.run([str(script), "snapshots", "db.t", "--json"], capture_output=True, text=True, env=env,
+                        timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert [d["snapshot_id"] for d in json.loads(ok.stdout)] == [1, 2, 3, 4]
+    bad = subprocess.run([str(script), "tag", "create", "db.t", "42"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    # without Airflow: the CLI imports nothing from airflow
+    probe = subprocess.run([sys.executable, "-c", "import sys, airflow_paimon.cli as c; "
+                            "c.main(['--help']) if False else None; "
+                            "print(any(m == 'airflow' or m.startswith('airflow.') for m in sys.modules))"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "False"
