@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install clean
+.PHONY: demo airflow test test-fast install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m airflow_paimon.demo
+	$(BIN)/python scripts/demo.py
+
+# The Airflow UI (airflow standalone) on the demo's home: see the DAGs, start a backfill.
+airflow: $(STAMP)
+	$(BIN)/python scripts/demo.py standalone
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest

@@ -82,7 +82,7 @@ def test_init_creates_the_connections_the_dags_use():
 def test_dags_use_only_connections_compose_creates():
     from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(str(ROOT / "dags"), include_examples=False)
+    bag = DagBag(dag_folder=str(ROOT / "dags"))
     assert not bag.import_errors
     used = set()
     for dag in bag.dags.values():
