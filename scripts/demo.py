@@ -79,7 +79,8 @@ def create_history(first_day: dt.date):
         "snapshot.num-retained.min": "2",
         "snapshot.num-retained.max": "3",
         "snapshot.time-retained": "1 s",
-        "tag.num-retained-max": "4",
+        # Tags are what tell a re-run that a day is done, so the demo keeps more of them than it has days.
+        "tag.num-retained-max": "30",
     })
     rng = np.random.default_rng(0)
     ids = np.arange(HISTORY_ROWS, dtype=np.int64)
