@@ -6,16 +6,17 @@ Every operation here follows one plan, stricter than Paimon's neighbour-based sk
    operation removes some roots (expired snapshots, deleted tags, rolled-back snapshots) and keeps the rest.
 2. **Live set.** From *every* kept root: the data files it reads (its manifests merged: ADD minus DELETE), its
    changelog files, and its metadata (manifest lists, manifests, index manifest and index files, statistics).
-   Manifests are immutable, so each is read once per operation (cached by file name).
+   Manifests are immutable, so each is read once per operation (cached by file name), and the union over all
+   roots is one pass over the distinct manifests with a bit per root (not roots x files).
 3. **Candidates.** Every file the removed roots mention (data, extra, changelog and metadata files), minus the
    live set. Data files are compared by file name (Paimon names them with UUIDs), so a file a kept root reads
    under any path is never deleted.
 4. **Order.** Inputs are checked and the plan is computed before anything is touched. Then the removed root
-   files go first (snapshots oldest first; rollback: newest first), so nothing can reach the candidates any
-   more; the live set is re-checked against roots that appeared meanwhile; only then are data and changelog
-   files deleted, then manifests, then manifest lists and index/statistics files. A crash at any point leaves
-   at worst unreferenced files (removed later by `remove_orphan_files`), never a retained snapshot or tag that
-   points at a deleted file.
+   files go first (expiry: snapshots oldest first; rollback: newer tags, then newer snapshots newest first),
+   so nothing can reach the candidates any more; the live set is re-checked against roots that appeared
+   meanwhile; only then are data and changelog files deleted, then manifests, then manifest lists and
+   index/statistics files. A crash at any point leaves at worst unreferenced files (removed later by
+   `remove_orphan_files`), never a retained snapshot or tag that points at a deleted file.
 
 `dry_run=True` computes the same plan and deletes nothing.
 """
@@ -890,8 +891,8 @@ def _resolve_rollback_target(table: "Table", to: Any) -> tuple[Snapshot, Tag | N
 
 
 def _rollback_time(table: "Table", millis: int) -> tuple[Snapshot, Tag | None]:
-    sm = table.snapshot_manager
-    snap = sm.latest_at_or_before(millis)
+    from .tags import latest_snapshot_at_or_before
+    snap = latest_snapshot_at_or_before(table.snapshot_manager, millis)
     if snap is not None:
         return snap, None
     tag = table.tags.latest_at_or_before(millis)
@@ -939,6 +940,13 @@ def rollback(table: "Table", to: Any, dry_run: bool = False, progress: Progress 
     result.bytes_freed = sum(root_files.values())
 
     def delete_roots() -> None:
+        # 1. Newer tags first: once newer snapshots go, their ids may be committed again, and a surviving tag
+        #    with such an id would not be the snapshot of that id any more.
+        for r in newer_tags:
+            table.io.delete(tm.path(r.name))
+        # 2. A tag whose snapshot expired is written back as that snapshot. The hints are left alone until the
+        #    end, so while newer snapshots exist they stay the latest (a crash here leaves the pre-rollback
+        #    table plus one restored old snapshot, never a table without snapshots).
         if restore:
             from .tags import replace_extra
             snap = replace_extra(target)
@@ -946,16 +954,14 @@ def rollback(table: "Table", to: Any, dry_run: bool = False, progress: Progress 
                 current = Snapshot.from_json(table.io.read_text(sm.path(target.id)))
                 if not same_snapshot(current, snap):
                     raise PaimonError(f"snapshot {target.id} appeared concurrently; rollback stopped before "
-                                      "deleting anything")
+                                      "deleting any snapshot")
             sm.forget(target.id)
-        sm.commit_hint(target.id)
-        for i, r in enumerate(newer):  # newest first: a crash leaves a shorter, consistent history
+        # 3. Newer snapshots, newest first: a crash leaves a shorter, consistent history.
+        for i, r in enumerate(newer):
             table.io.delete(sm.path(int(r.name)))
             sm.forget(int(r.name))
             if progress:
                 progress("deleting newer snapshots", i + 1, len(newer))
-        for r in newer_tags:
-            table.io.delete(tm.path(r.name))
         sm.commit_hint(target.id)
         remaining = sm.ids()
         if remaining and remaining[0] == target.id:

@@ -287,7 +287,7 @@ class TagManager:
         if earliest is not None:
             first = sm.snapshot(earliest)
             if first.time_millis <= millis:
-                found = sm.latest_at_or_before(millis)
+                found = latest_snapshot_at_or_before(sm, millis)
                 if found is not None:
                     return found
         known: dict[int, Snapshot] = {t.snapshot.id: t.snapshot for t in self.list()}
@@ -405,6 +405,25 @@ class TagManager:
         """Delete tags whose retention ran out, and the oldest periodic tags beyond `tag.num-retained-max`."""
         from .cleanup import expire_tags
         return expire_tags(self.table, now=now, dry_run=dry_run)
+
+
+def latest_snapshot_at_or_before(sm: Any, millis: int) -> Snapshot | None:
+    """The snapshot manager's binary search over the hinted id range; if that range has a hole (left by a crash
+    in the middle of a rollback), the same search over the listed ids."""
+    try:
+        return sm.latest_at_or_before(millis)
+    except SnapshotNotFoundError:
+        pass
+    ids = sm.ids()
+    lo, hi, found = 0, len(ids) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        snap = sm.snapshot(ids[mid])
+        if snap.time_millis <= millis:
+            found, lo = snap, mid + 1
+        else:
+            hi = mid - 1
+    return found
 
 
 def replace_extra(snap: Snapshot) -> Snapshot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 
 import pytest
 
@@ -147,3 +148,51 @@ def test_crash_during_rollback_leaves_a_consistent_table(history, monkeypatch):
     check_all_readable(t, reads)
     with pytest.raises(TagNotFoundError):
         t.tags.get("four")
+
+
+def test_crash_then_commit_never_leaves_a_tag_on_a_reused_snapshot_id(history, monkeypatch):
+    t = history                               # snapshots 1..5, tags two (2), four (4)
+    fail = FailAfter(monkeypatch, t.io, 2)    # the tag "four" and snapshot 5 go, then the crash
+    with pytest.raises(FailAfter.Crash):
+        t.rollback(2)
+    fail.undo()
+    assert t.tags.names() == ["two"]          # newer tags go before any snapshot id can be reused
+    assert t.snapshot_manager.ids() == [1, 2, 3, 4]
+    assert t.latest_snapshot().id == 4
+    upsert(t, [77], 77)                       # the user carries on instead of re-running the rollback
+    assert t.latest_snapshot().id == 5
+    check_all_readable(t)
+    assert t.rollback("two").rolled_back_to == 2
+
+
+def test_crash_after_restoring_keeps_the_newer_snapshots_latest(history, monkeypatch):
+    t = history
+    t.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)     # snapshots 4, 5 remain
+    reads = snapshot_reads(t)
+    fail = FailAfter(monkeypatch, t.io, 1)    # tag "four" goes, snapshot 2 is written back, then the crash
+    with pytest.raises(FailAfter.Crash):
+        t.rollback("two")
+    fail.undo()
+    assert t.snapshot_manager.ids() == [2, 4, 5]
+    assert t.latest_snapshot().id == 5        # not the restored snapshot: the history is unchanged
+    assert rows(t.read()) == reads[("snapshot", 5)]
+    check_all_readable(t)
+    result = t.rollback("two")                # re-running finishes the job
+    assert result.snapshots == [5, 4] and t.snapshot_manager.ids() == [2]
+    assert t.latest_snapshot().id == 2 and rows(t.read()) == reads[("tag", "two")]
+
+
+def test_time_targets_work_in_a_crashed_rollback_state(history, monkeypatch):
+    t = history
+    t.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)     # snapshots 4, 5 remain
+    s4 = t.snapshot(4)
+    fail = FailAfter(monkeypatch, t.io, 1)
+    with pytest.raises(FailAfter.Crash):
+        t.rollback("two")
+    fail.undo()
+    os.remove(f"{t.path}/snapshot/EARLIEST")                                 # only the listing is left
+    assert t.snapshot_manager.ids() == [2, 4, 5]
+    assert t.tags.create("at4", as_of=s4.time_millis).snapshot_id == 4
+    assert t.rollback(dt.datetime.fromtimestamp(s4.time_millis / 1000, dt.timezone.utc)).rolled_back_to == 4
+    assert t.snapshot_manager.ids() == [2, 4]
+    check_all_readable(t)
