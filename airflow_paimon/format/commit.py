@@ -71,7 +71,7 @@ class FileStoreCommit:
         user = commit_user or self.table.default_commit_user
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
         if commit_user is not None and commit_identifier is not None:
-            existing = self.snapshots.find_commit(user, identifier)
+            existing = self.table.find_commit(user, identifier)
             if existing is not None:
                 return existing
         entries = [e for m in messages for e in m.entries()]
@@ -124,7 +124,7 @@ class FileStoreCommit:
                 self.manifests.io.delete(self.manifests.path(name))
             written.clear()
             if commit_user is not None and commit_identifier is not None:
-                existing = self.snapshots.find_commit(user, identifier)
+                existing = self.table.find_commit(user, identifier)
                 if existing is not None:
                     return existing
             if base_snapshot_id is None:

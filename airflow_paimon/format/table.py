@@ -136,6 +136,22 @@ class Table:
     def snapshot_at_or_before(self, when: Any) -> Snapshot | None:
         return self.snapshot_manager.latest_at_or_before(to_epoch_millis(when))
 
+    def find_commit(self, commit_user: str, commit_identifier: int) -> Snapshot | None:
+        """The snapshot holding this commit, if it landed and is still known.
+
+        Retained snapshots are searched first; then tags, which copy the snapshot they name (with its commit user
+        and identifier), so a commit stays recognisable after its snapshot expired for as long as a tag of it
+        lives.
+        """
+        found = self.snapshot_manager.find_commit(commit_user, int(commit_identifier))
+        if found is not None:
+            return found
+        for tag in self.tags.list():
+            snap = tag.snapshot
+            if snap.commit_user == commit_user and snap.commit_identifier == int(commit_identifier):
+                return snap
+        return None
+
     def file_entries(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
         """The live ADD entries of a snapshot (or of a tag, whose file is a snapshot)."""
         if snapshot is None:
@@ -228,7 +244,7 @@ class Table:
 
     def _write_and_commit(self, produce, commit_user: str | None, commit_identifier: int | None) -> Snapshot | None:
         if commit_user is not None and commit_identifier is not None:
-            existing = self.snapshot_manager.find_commit(commit_user, int(commit_identifier))
+            existing = self.find_commit(commit_user, int(commit_identifier))
             if existing is not None:
                 return existing
         base = self.latest_snapshot()

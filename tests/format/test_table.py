@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import multiprocessing
 import random
@@ -193,3 +194,17 @@ def test_reopen_and_errors(catalog):
     again = Catalog(catalog.warehouse).get_table("db.orders")
     assert again.read().num_rows == 3
     assert catalog.list_tables("db") == ["orders"]
+
+
+def test_a_commit_stays_known_through_its_tag_after_its_snapshot_expired(catalog):
+    t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "1"})
+    first = t.write(orders(range(3)), commit_user="airflow:merge", commit_identifier=11)
+    t.create_tag("day-1", snapshot_id=first.id)
+    for i in range(3):
+        t.write(orders([i], version=i + 1))
+    tomorrow = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    t.expire_snapshots(retain_min=1, retain_max=1, older_than=tomorrow)
+    assert not t.snapshot_manager.exists(first.id)
+    again = t.write(orders(range(3), version=99), commit_user="airflow:merge", commit_identifier=11)
+    assert again.id == first.id
+    assert all(r["name"] != "n0-v99" for r in t.read().to_pylist())
