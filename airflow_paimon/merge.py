@@ -50,7 +50,8 @@ _ACTIONS = {
     NOT_MATCHED: ("insert",),
     NOT_MATCHED_BY_SOURCE: ("update", "delete"),
 }
-_SQL_WHEN = {MATCHED: "WHEN MATCHED", NOT_MATCHED: "WHEN NOT MATCHED", NOT_MATCHED_BY_SOURCE: "WHEN NOT MATCHED BY SOURCE"}
+_SQL_WHEN = {MATCHED: "WHEN MATCHED", NOT_MATCHED: "WHEN NOT MATCHED",
+             NOT_MATCHED_BY_SOURCE: "WHEN NOT MATCHED BY SOURCE"}
 
 
 class MergeClauseError(ValueError):
@@ -330,7 +331,8 @@ def validate_clauses(clauses: Sequence[MergeClause], *, target_columns: Sequence
             for col, expr in c.assignments.items():
                 real = by_lower.get(col.lower())
                 if real is None:
-                    raise MergeClauseError(f"{label} assigns {col!r}, which is not a target column {list(target_columns)}")
+                    raise MergeClauseError(
+                        f"{label} assigns {col!r}, which is not a target column {list(target_columns)}")
                 if c.action == "update" and real in primary_keys and not (real in on and _is_identity(expr, real)):
                     raise MergeClauseError(
                         f"{label}: Can't update the primary key column {real!r}. A MERGE into a primary-key table "

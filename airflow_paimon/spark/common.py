@@ -128,6 +128,12 @@ def json_arg(value: Any) -> Any:
     return value
 
 
+# Defaults of the applications' sessions (a --conf of the same key wins). Increment-sized shuffles are coalesced
+# by size, not spread over every core: a small increment is then written by one task, in one Python worker,
+# instead of paying for starting a Python worker (and importing pyarrow) per core.
+APP_SQL_DEFAULTS = {"spark.sql.adaptive.coalescePartitions.parallelismFirst": "false"}
+
+
 def spark_session(app_name: str) -> Any:
     """The application's session (master and resources come from spark-submit); UTC session time zone."""
     from pyspark.sql import SparkSession
@@ -135,6 +141,10 @@ def spark_session(app_name: str) -> Any:
     builder = SparkSession.builder.appName(app_name)
     spark = builder.getOrCreate()
     spark.conf.set("spark.sql.session.timeZone", "UTC")
+    given = spark.sparkContext.getConf()
+    for key, value in APP_SQL_DEFAULTS.items():
+        if not given.contains(key):
+            spark.conf.set(key, value)
     try:
         spark.sparkContext.setLogLevel(os.environ.get("AIRFLOW_PAIMON_SPARK_LOG_LEVEL", "WARN"))
     except Exception:  # pragma: no cover - Spark Connect has no SparkContext

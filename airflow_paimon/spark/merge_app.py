@@ -27,7 +27,7 @@ FLAGS = {
     "source_options": {"type": json_arg}, "on": {"type": json_arg}, "clauses": {"type": json_arg},
     "commit_user": {}, "commit_identifier": {"type": int}, "reapply": {}, "reapply_token": {},
     "options": {"type": json_arg}, "num_tasks": {"type": int}, "honour_sequence_field": {},
-    "prestart_workers": {},
+    "single_task_bytes": {"type": int},
 }
 
 

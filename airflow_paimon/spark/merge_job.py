@@ -15,14 +15,16 @@ How it runs:
 
 * a plain upsert (``[matched_update('*'), not_matched_insert('*')]`` without conditions, ``on`` = key) reads NO
   target data: the source rows are written as new level-0 files with new sequence numbers and merge-on-read
-  does the rest;
+  does the rest. A small increment of files (Spark's size estimate up to ``single_task_bytes``, 32 MiB) is read,
+  bucketed and written by one task, without a shuffle; a bigger one is shuffled by bucket to many tasks;
 * any other MERGE groups the source by (partition, bucket), and the one task that owns a bucket reads that
   bucket of the target -- only the columns the clauses need -- joins it with its source rows in Arrow, and
   hands only matched / unmatched source rows (plus, for NOT MATCHED BY SOURCE, the bucket's other target
   rows) to Spark, which evaluates the clauses' SQL; buckets the source does not touch are never read;
-* the changed rows are written by the same tasks (one task per bucket), and the driver commits once with the
-  caller's commit user and identifier: a retry finds the commit and does nothing; a killed job commits
-  nothing.
+* the changed rows (increment-sized) are shuffled once more by bucket and written, one task per bucket; no file
+  is written before every bucket was joined, so a duplicate source key fails the job before any write;
+* the driver commits once with the caller's commit user and identifier: a retry finds the commit and does
+  nothing; a killed job commits nothing (its files are orphans for orphan cleanup).
 """
 
 from __future__ import annotations
@@ -39,18 +41,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
-from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, MergeClauseError,
+from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause,
                                   _is_identity, is_plain_upsert, matched_delete, matched_update, normalize_on,
                                   not_matched_insert, parse_clauses, referenced_columns, validate_clauses)
 
 from .common import reapply_identifier
 from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
-from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _by_bucket, _key_text,
-                     _runs, assign_buckets, prestart_python_workers, read_changes_df, read_table_df, unwrap_task_error,
-                     write_changes)
+from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _balanced, _by_bucket,
+                     _key_text, _runs, assign_buckets, estimated_bytes, read_changes_df, read_table_df,
+                     unwrap_task_error, write_changes)
 
 __all__ = ["MergeSpec", "run_merge", "load_source", "SOURCE_FORMATS"]
 
@@ -76,7 +79,7 @@ class MergeSpec:
     options: dict[str, str] = field(default_factory=dict)
     num_tasks: int | None = None
     honour_sequence_field: bool = True
-    prestart_workers: bool = True
+    single_task_bytes: int = 32 << 20
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "MergeSpec":
@@ -90,7 +93,7 @@ class MergeSpec:
         spec = cls(**dict(doc))
         spec.reapply = _as_bool(spec.reapply)
         spec.honour_sequence_field = _as_bool(spec.honour_sequence_field)
-        spec.prestart_workers = _as_bool(spec.prestart_workers)
+        spec.single_task_bytes = int(spec.single_task_bytes)
         if spec.commit_identifier is not None:
             spec.commit_identifier = int(spec.commit_identifier)
         if spec.num_tasks is not None:
@@ -195,15 +198,6 @@ def _resolve(columns: Sequence[str], name: str) -> str | None:
     return None
 
 
-def info_kind_guess(spec: MergeSpec) -> str:
-    """"changes" when the source is the difference between two snapshots of a table."""
-    src = spec.source
-    if isinstance(src, Mapping) and "table" in src and any(src.get(f"from_{k}") is not None
-                                                          for k in ("snapshot_id", "tag", "as_of")):
-        return "changes"
-    return "rows"
-
-
 def _target_columns_needed(table: Table, clauses: Sequence[MergeClause], on: Sequence[str],
                            guard_fields: Sequence[str]) -> list[str]:
     names = table.schema().field_names
@@ -237,16 +231,76 @@ class _Stats:
         self.rows = sc.accumulator(0)
 
 
-def _join_task(table: Table, splits: dict[tuple, Any], src_names: list[str], tcols: list[str], on: list[str],
-               full: bool, out_schema: T.StructType, stats: _Stats, has_marker: bool) -> Any:
-    logical = table.arrow_schema()
+class _Joiner:
+    """Joins the source rows of one (partition, bucket) with that bucket of the target, in Arrow."""
+
+    def __init__(self, table: Table, src_names: list[str], tcols: list[str], on: list[str], full: bool,
+                 out_schema: T.StructType, stats: _Stats):
+        logical = table.arrow_schema()
+        self.table, self.src_names, self.tcols, self.on, self.full = table, src_names, tcols, on, full
+        self.pk = table.primary_keys
+        self.xschema = exchange_schema(out_schema)
+        self.on_schema = pa.schema([logical.field(c) for c in on])
+        self.t_schema = pa.schema([pa.field(c, logical.field(c).type, True) for c in tcols])
+        self.split_acc, self.rows_acc = stats.splits, stats.rows
+
+    def check_unique(self, src: pa.Table, bucket: int) -> None:
+        check_unique_keys(cast_to(src, self.on_schema), self.pk, f"bucket {bucket}")
+
+    def join(self, src: pa.Table, split: Any, bucket: int) -> Iterator[pa.RecordBatch]:
+        src = src.select(self.src_names)
+        keys_src = cast_to(src, self.on_schema)
+        if split is not None:
+            target = read_split(self.table, split, self.tcols)
+            self.split_acc.add(1)
+            self.rows_acc.add(target.num_rows)
+        else:
+            target = self.t_schema.empty_table()
+        full = self.full
+        if target.num_rows == 0 and not full:
+            ji = pa.array(np.arange(src.num_rows, dtype=np.int64))
+            jt = pa.nulls(src.num_rows, pa.int64())
+        elif src.num_rows == 0 and full:
+            ji = pa.nulls(target.num_rows, pa.int64())
+            jt = pa.array(np.arange(target.num_rows, dtype=np.int64))
+        else:
+            left = keys_src.append_column("__is", pa.array(np.arange(src.num_rows, dtype=np.int64)))
+            right = cast_to(target, self.on_schema).append_column(
+                "__it", pa.array(np.arange(target.num_rows, dtype=np.int64)))
+            # Acero builds its hash table on the right input: the source side, the small one.
+            j = right.join(left, self.on, join_type="full outer" if full else "right outer", use_threads=False)
+            ji, jt = j.column("__is").combine_chunks(), j.column("__it").combine_chunks()
+        if len(ji) == 0:
+            return
+        s_rows = src.take(ji)
+        t_rows = target.take(jt)
+        cols = {f"__s_{i}": s_rows.column(n) for i, n in enumerate(self.src_names)}
+        cols.update({f"__t_{i}": t_rows.column(n) for i, n in enumerate(self.tcols)})
+        cols["__has_s"] = pc.is_valid(ji)
+        cols["__has_t"] = pc.is_valid(jt)
+        cols[BUCKET_COLUMN] = pa.array(np.full(len(ji), bucket, dtype=np.int32))
+        yield from to_exchange(pa.table(cols), self.xschema).to_batches(max_chunksize=65536)
+
+
+def check_unique_keys(keys: pa.Table, pk: Sequence[str], where: str) -> None:
+    """DuplicateKeyError when two rows of `keys` share the primary key `pk`."""
+    if keys.num_rows < 2:
+        return
+    ks = keys.take(pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in pk]))
+    runs = _runs([ks.column(k) for k in pk], ks.num_rows)
+    if len(runs) != ks.num_rows:
+        first = next(s for s, e in runs if e - s > 1)
+        raise DuplicateKeyError(
+            f"{DUPLICATE_MARKER}: the MERGE source has several rows for one target primary key "
+            f"({_key_text(ks, pk, first)}; {ks.num_rows - len(runs)} extra row(s) in {where}). "
+            "Can't execute this MERGE: a target row would match more than one source row. "
+            "Nothing was committed.")
+
+
+def _join_task(table: Table, splits: dict[tuple, Any], joiner: _Joiner, has_marker: bool) -> Any:
+    """Tasks fed with source rows shuffled by (partition, bucket)."""
     pkeys = table.partition_keys
-    pk = table.primary_keys
-    xschema = exchange_schema(out_schema)
-    part_schema = pa.schema([logical.field(p) for p in pkeys])
-    on_schema = pa.schema([logical.field(c) for c in on])
-    t_schema = pa.schema([pa.field(c, logical.field(c).type, True) for c in tcols])
-    split_acc, rows_acc = stats.splits, stats.rows
+    part_schema = pa.schema([table.arrow_schema().field(p) for p in pkeys])
 
     def join_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         parts = [b for b in batches if b.num_rows]
@@ -259,61 +313,75 @@ def _join_task(table: Table, splits: dict[tuple, Any], src_names: list[str], tco
         order = pc.sort_indices(data, sort_keys=[(p, "ascending") for p in pkeys] + [(BUCKET_COLUMN, "ascending")],
                                 null_placement="at_start")
         data = data.take(order)
+        groups = []
         for start, end in _runs([data.column(p) for p in pkeys] + [data.column(BUCKET_COLUMN)], data.num_rows):
             group = data.slice(start, end - start)
             partition = tuple(group.column(p)[0].as_py() for p in pkeys)
             bucket = int(group.column(BUCKET_COLUMN)[0].as_py())
-            src = group
             if has_marker:
-                src = group.filter(pc.invert(pc.fill_null(group.column("__marker"), False)))
-            src = src.select(src_names)
-            keys_src = cast_to(src, on_schema)
-            if src.num_rows > 1:
-                korder = pc.sort_indices(keys_src, sort_keys=[(k, "ascending") for k in pk])
-                ks = keys_src.take(korder)
-                runs = _runs([ks.column(k) for k in pk], ks.num_rows)
-                if len(runs) != ks.num_rows:
-                    first = next(s for s, e in runs if e - s > 1)
-                    raise DuplicateKeyError(
-                        f"{DUPLICATE_MARKER}: the MERGE source has several rows for one target primary key "
-                        f"({_key_text(ks, pk, first)}; {ks.num_rows - len(runs)} extra row(s) in bucket {bucket}). "
-                        "Can't execute this MERGE: a target row would match more than one source row. "
-                        "Nothing was committed.")
-            split = splits.get((partition, bucket))
-            if split is not None:
-                target = read_split(table, split, tcols)
-                split_acc.add(1)
-                rows_acc.add(target.num_rows)
-            else:
-                target = t_schema.empty_table()
-            left = keys_src.append_column("__is", pa.array(np.arange(src.num_rows, dtype=np.int64)))
-            right = cast_to(target, on_schema).append_column(
-                "__it", pa.array(np.arange(target.num_rows, dtype=np.int64)))
-            if target.num_rows == 0 and not full:
-                ji = pa.array(np.arange(src.num_rows, dtype=np.int64))
-                jt = pa.nulls(src.num_rows, pa.int64())
-            elif src.num_rows == 0 and full:
-                ji = pa.nulls(target.num_rows, pa.int64())
-                jt = pa.array(np.arange(target.num_rows, dtype=np.int64))
-            else:
-                # Acero builds its hash table on the right input: the source side, the small one.
-                j = right.join(left, on, join_type="full outer" if full else "right outer", use_threads=False)
-                ji, jt = j.column("__is").combine_chunks(), j.column("__it").combine_chunks()
-            if len(ji) == 0:
-                continue
-            s_rows = src.take(ji)
-            t_rows = target.take(jt)
-            cols = {f"__s_{i}": s_rows.column(n) for i, n in enumerate(src_names)}
-            cols.update({f"__t_{i}": t_rows.column(n) for i, n in enumerate(tcols)})
-            cols["__has_s"] = pc.is_valid(ji)
-            cols["__has_t"] = pc.is_valid(jt)
-            cols[BUCKET_COLUMN] = pa.array(np.full(len(ji), bucket, dtype=np.int32))
-            yield from to_exchange(pa.table(cols), xschema).to_batches(max_chunksize=65536)
+                group = group.filter(pc.invert(pc.fill_null(group.column("__marker"), False)))
+            joiner.check_unique(group, bucket)
+            groups.append((partition, bucket, group))
+        for partition, bucket, group in groups:
+            yield from joiner.join(group, splits.get((partition, bucket)), bucket)
 
     return join_task
 
 
-def _plan(spec: MergeSpec, table: Table, source: DataFrame, info: Mapping[str, Any]) -> tuple[list[str], list[MergeClause]]:
+def _joined_from_small_source(spark: SparkSession, table: Table, src: DataFrame, splits: dict[tuple, Any],
+                              joiner: _Joiner, full: bool, out_schema: T.StructType, num_tasks: int) -> DataFrame:
+    """The joined rows for a small source: the driver collects it (Arrow), checks its keys, finds the buckets it
+    touches and broadcasts it; tasks over the touched buckets read the target and join. No shuffle, no Python
+    stage before the join."""
+    logical = table.arrow_schema()
+    pkeys = table.partition_keys
+    data = src.toArrow()
+    bucket_keys = table.bucket_keys
+    key_schema = pa.schema([pa.field(k, logical.field(k).type, True) for k in bucket_keys])
+    buckets = bucket_ids(cast_to(data, key_schema), table.core_options.bucket)
+    parts = cast_to(data, pa.schema([logical.field(p) for p in pkeys]))
+    order_keys = pa.table({**{f"__p{i}": parts.column(p) for i, p in enumerate(pkeys)},
+                           "__b": pa.array(buckets, pa.int32())})
+    order = pc.sort_indices(order_keys, sort_keys=[(c, "ascending") for c in order_keys.column_names],
+                            null_placement="at_start")
+    data = data.take(order)
+    order_keys = order_keys.take(order)
+    parts = parts.take(order)
+    check_unique_keys(cast_to(data, joiner.on_schema), table.primary_keys, "the source")
+    groups: dict[tuple, tuple[int, int]] = {}
+    for start, end in _runs(order_keys.columns, order_keys.num_rows):
+        partition = tuple(parts.column(p)[start].as_py() for p in pkeys)
+        groups[(partition, int(order_keys.column("__b")[start].as_py()))] = (start, end)
+    keys = list(groups) + ([k for k in splits if k not in groups] if full else [])
+    if not keys:
+        return spark.createDataFrame([], out_schema)
+    sizes = [(splits[k].row_count if k in splits else 0) + (groups[k][1] - groups[k][0] if k in groups else 0)
+             for k in keys]
+    assignment = _balanced(sizes, num_tasks)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as w:
+        w.write_table(data)
+    shipped = spark.sparkContext.broadcast(sink.getvalue().to_pybytes())
+    empty = data.schema.empty_table()
+    task_splits = {k: splits.get(k) for k in keys}
+
+    def join_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = None
+        for batch in batches:
+            for task_id in batch.column(0).to_pylist():
+                if rows is None:
+                    rows = pa.ipc.open_stream(shipped.value).read_all()
+                for i in assignment[task_id]:
+                    key = keys[i]
+                    start, end = groups.get(key, (0, 0))
+                    group = rows.slice(start, end - start) if end > start else empty
+                    yield from joiner.join(group, task_splits[key], key[1])
+
+    return spark.range(0, len(assignment), 1, len(assignment)).mapInArrow(join_task, out_schema)
+
+
+def _plan(spec: MergeSpec, table: Table, source: DataFrame,
+          info: Mapping[str, Any]) -> tuple[list[str], list[MergeClause]]:
     names = table.schema().field_names
     on = normalize_on(spec.on, table.primary_keys, names)
     if spec.clauses is None and info.get("kind") == "changes":
@@ -358,13 +426,6 @@ def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[
                     print(result["message"], flush=True)
                     return result
     result["commit_identifier"] = ident
-    if spec.prestart_workers:
-        # A plain upsert's first Python stage usually has one task (the increment's bucket assignment).
-        try:
-            upsert = is_plain_upsert(parse_clauses(spec.clauses)) and info_kind_guess(spec) != "changes"
-        except MergeClauseError:
-            upsert = False
-        prestart_python_workers(spark, 1 if upsert else None)
     base = table.latest_snapshot()
     source, info = load_source(spark, spec.source, spec.source_format, spec.source_options, catalog,
                                empty_schema=spark_schema(table.arrow_schema()))
@@ -377,12 +438,17 @@ def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[
     if is_plain_upsert(clauses) and set(on) == set(table.primary_keys):
         result["mode"] = "upsert"
         cols = [F.col(_resolve(source.columns, n)).alias(n) for n in names]
+        # A small increment of files is read and written by one task: no shuffle, one Python worker.
+        size = estimated_bytes(source) if info.get("kind") == "files" else None
+        single = spec.num_tasks is None and size is not None and size <= spec.single_task_bytes
+        result["single_task"] = single
         res = write_changes(spark, table, source.select(*cols), kind_column=None, commit_user=user,
                             commit_identifier=ident, base_snapshot=base, duplicates="error",
-                            num_tasks=spec.num_tasks, what="the MERGE source")
+                            num_tasks=spec.num_tasks, single_task=single, what="the MERGE source")
     else:
         result["mode"] = "merge"
-        res = _general_merge(spark, spec, table, base, source, on, clauses, seq_fields, stats, user, ident, result)
+        res = _general_merge(spark, spec, table, base, source, on, clauses, seq_fields, stats, user, ident, result,
+                             info)
     snap = res.snapshot
     if res.already_committed:
         result.update(status="already_committed", snapshot_id=snap.id)
@@ -401,7 +467,7 @@ def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[
 
 def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any, source: DataFrame,
                    on: list[str], clauses: list[MergeClause], seq_fields: list[str], stats: _Stats,
-                   user: str | None, ident: int | None, result: dict[str, Any]) -> Any:
+                   user: str | None, ident: int | None, result: dict[str, Any], info: Mapping[str, Any]) -> Any:
     names = table.schema().field_names
     target_types = {f.name: f.dataType for f in spark_schema(table.arrow_schema()).fields}
     src_cols = list(source.columns)
@@ -420,30 +486,36 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         sel.append(F.col(c).cast(target_types[tname]).alias(tname) if tname else F.col(c))
     src = source.select(*sel)
     src_names = list(src.columns)
-    src = assign_buckets(src, table, BUCKET_COLUMN)
     splits = {}
     if base is not None:
-        for s in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
-            splits[(s.partition, s.bucket)] = s
-    has_marker = False
-    if full and splits:
-        pschema = T.StructType([T.StructField(p, target_types[p], True) for p in table.partition_keys] +
-                               [T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
-        markers = spark.createDataFrame([tuple(p) + (b,) for (p, b) in splits], pschema)
-        src = src.withColumn("__marker", F.lit(False)).unionByName(
-            markers.withColumn("__marker", F.lit(True)), allowMissingColumns=True)
-        has_marker = True
+        for sp in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
+            splits[(sp.partition, sp.bucket)] = sp
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
     n = spec.num_tasks or (min(table.core_options.bucket, shuffle) if not table.partition_keys else shuffle)
-    src = src.repartition(max(1, n), *[F.col(p) for p in table.partition_keys], F.col(BUCKET_COLUMN))
     src_types = {f.name: f.dataType for f in src.schema.fields}
     joined_schema = T.StructType(
         [T.StructField(f"__s_{i}", src_types[c], True) for i, c in enumerate(src_names)] +
         [T.StructField(f"__t_{i}", target_types[c], True) for i, c in enumerate(tcols)] +
         [T.StructField("__has_s", T.BooleanType(), True), T.StructField("__has_t", T.BooleanType(), True),
          T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
-    task = _join_task(table, splits, src_names, tcols, on, full, joined_schema, stats, has_marker)
-    joined = src.mapInArrow(task, joined_schema)
+    joiner = _Joiner(table, src_names, tcols, on, full, joined_schema, stats)
+    size = estimated_bytes(source) if info.get("kind") == "files" else None
+    small = spec.num_tasks is None and size is not None and size <= spec.single_task_bytes
+    result["small_source"] = small
+    if small:
+        joined = _joined_from_small_source(spark, table, src, splits, joiner, full, joined_schema, n)
+    else:
+        src = assign_buckets(src, table, BUCKET_COLUMN)
+        has_marker = False
+        if full and splits:
+            pschema = T.StructType([T.StructField(p, target_types[p], True) for p in table.partition_keys] +
+                                   [T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
+            markers = spark.createDataFrame([tuple(p) + (b,) for (p, b) in splits], pschema)
+            src = src.withColumn("__marker", F.lit(False)).unionByName(
+                markers.withColumn("__marker", F.lit(True)), allowMissingColumns=True)
+            has_marker = True
+        src = src.repartition(max(1, n), *[F.col(p) for p in table.partition_keys], F.col(BUCKET_COLUMN))
+        joined = src.mapInArrow(_join_task(table, splits, joiner, has_marker), joined_schema)
     j = joined.select(
         F.struct(*[F.col(f"__s_{i}").alias(c) for i, c in enumerate(src_names)]).alias("s"),
         F.struct(*[F.col(f"__t_{i}").alias(c) for i, c in enumerate(tcols)]).alias("t"),

@@ -79,35 +79,14 @@ def unwrap_task_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _warm_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    import airflow_paimon.format.read  # noqa: F401 - the imports are the point
-    import airflow_paimon.format.write  # noqa: F401
-    import airflow_paimon.spark.tables  # noqa: F401
-
-    for batch in batches:
-        yield batch
-
-
-def prestart_python_workers(spark: SparkSession, tasks: int | None = None) -> Any:
-    """Start Spark's Python workers and import the format library in them, in a background job.
-
-    A Python worker's first task pays for importing pyarrow (with pyarrow.dataset, which pulls in pandas) and
-    this library: seconds on a cold application. Started at the beginning of an application, the imports run
-    while the driver plans (opening the table, Spark's first file listing), and the job's tasks then reuse the
-    warm workers. Returns the thread (join it to wait)."""
-    import threading
-
-    n = tasks or max(1, spark.sparkContext.defaultParallelism)
-
-    def run() -> None:
-        try:
-            spark.range(0, n, 1, n).mapInArrow(_warm_task, "id long").collect()
-        except Exception:  # noqa: BLE001 - only an optimisation
-            pass
-
-    thread = threading.Thread(target=run, name="paimon-prestart-python-workers", daemon=True)
-    thread.start()
-    return thread
+def estimated_bytes(df: DataFrame) -> int | None:
+    """Spark's own size estimate of `df` (for files: their size), without running a job; None if unknown."""
+    try:
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        value = int(size if isinstance(size, int) else size.toString())
+    except Exception:  # noqa: BLE001 - Spark Connect, or no estimate
+        return None
+    return value if value < (1 << 62) else None
 
 
 def open_table(warehouse: str, identifier: str, options: Mapping[str, str] | None = None) -> Table:
@@ -399,8 +378,11 @@ _MESSAGE_SCHEMA = T.StructType([
 
 
 def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, duplicates: str,
-                what: str) -> Any:
+                what: str, assign: bool = False) -> Any:
     logical = table.arrow_schema()
+    bucket_keys = table.bucket_keys if table.is_primary_key else []
+    key_schema = pa.schema([pa.field(k, logical.field(k).type, True) for k in bucket_keys])
+    num_buckets = table.core_options.bucket
     names = logical.names
     pkeys = table.partition_keys
     keys = table.schema().trimmed_primary_keys if table.is_primary_key else []
@@ -414,6 +396,10 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
         if not parts:
             return
         data = pa.Table.from_batches(parts)
+        if assign:
+            buckets = bucket_ids(cast_to(data, key_schema), num_buckets) if bucket_keys else \
+                np.zeros(data.num_rows, dtype=np.int32)
+            data = data.append_column(bucket_column, pa.array(buckets, pa.int32()))
         kinds_raw = data.column("__kind")
         bad = pc.sum(pc.or_(pc.less(kinds_raw, 0), pc.greater(kinds_raw, 3))).as_py() or 0
         if bad or kinds_raw.null_count:
@@ -430,7 +416,8 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
         sort_keys += [(k, "ascending") for k in keys] + [(f, "ascending") for f in seq_fields if f not in keys]
         order = pc.sort_indices(data, sort_keys=sort_keys, null_placement="at_start")
         data = data.take(order)
-        writer = TableWrite(table)
+        # Every bucket of this task is checked before any file is written.
+        groups = []
         for start, end in _runs([data.column(p) for p in pkeys] + [data.column(bucket_column)], data.num_rows):
             part = data.slice(start, end - start)
             partition = tuple(part.column(p)[0].as_py() for p in pkeys)
@@ -447,6 +434,9 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
                             "each key may appear once. Nothing was committed.")
                     last = np.array([e - 1 for s, e in runs], dtype=np.int64)
                     part = part.take(pa.array(last))
+            groups.append((partition, bucket, part))
+        writer = TableWrite(table)
+        for partition, bucket, part in groups:
             kinds = part.column("__kind").combine_chunks().cast(pa.int8())
             rows = cast_to(part, logical, names)
             msg = writer.write_bucket(partition, bucket, rows, kinds if keys else None,
@@ -478,7 +468,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
                   commit_user: str | None = None, commit_identifier: int | None = None,
                   base_snapshot: Any = _LATEST, duplicates: str = "error", bucket_column: str | None = None,
                   num_tasks: int | None = None, commit: bool = True, commit_kind: str = "APPEND",
-                  properties: dict[str, str] | None = None, what: str = "the data") -> WriteResult:
+                  properties: dict[str, str] | None = None, what: str = "the data",
+                  single_task: bool = False) -> WriteResult:
     """Write the rows of `df` (table columns by name, plus `kind_column`: +I/+U/-U/-D or 0..3; absent = +I)
     and commit them once.
 
@@ -488,6 +479,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
       (keep the row with the highest sequence-field values, else an arbitrary one).
     * `bucket_column`: `df` already holds each row's bucket in this column AND is partitioned so that one
       partition holds all rows of a (partition, bucket): skip the bucket assignment and the shuffle.
+    * `single_task=True`: one task reads all rows, assigns their buckets and writes every bucket (no shuffle):
+      for small inputs, where starting Python workers on every core costs more than the work.
     * `commit=False` writes the files and returns the messages without committing.
     """
     if duplicates not in ("error", "last"):
@@ -513,13 +506,17 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         else:
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
     cols.append(_kind_expr(df, kind_column).alias("__kind"))
+    assign = False
     if bucket_column is not None:
         prepared = df.select(*cols, F.col(bucket_column).cast("int").alias(BUCKET_COLUMN))
+    elif single_task:
+        prepared = df.select(*cols).coalesce(1)
+        assign = True
     else:
         prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = _by_bucket(prepared, keys, num_tasks)
-    task = _write_task(table, next_seq, BUCKET_COLUMN, duplicates, what)
+    task = _write_task(table, next_seq, BUCKET_COLUMN, duplicates, what, assign)
     started = time.monotonic()
     try:
         rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()

@@ -28,7 +28,12 @@ def spark():
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if VENV_BIN not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = VENV_BIN + os.pathsep + os.environ.get("PATH", "")
+    import logging
+
     from pyspark.sql import SparkSession
+
+    # py4j logs its shutdown at INFO from an atexit hook, after pytest closed the streams Airflow's logging uses.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
     session = (
         SparkSession.builder.master("local[2]")

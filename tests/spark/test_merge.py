@@ -54,9 +54,23 @@ def write_source(tmp_path, rows, name="src.parquet", schema=SCHEMA):
     return str(path)
 
 
+_PATH = {"single_task_bytes": None}
+
+
+@pytest.fixture(params=["small-source", "shuffled-source"])
+def both_paths(request):
+    """Run the test through the small-source path (driver collects and broadcasts the increment) and through
+    the shuffled path (the increment is shuffled by bucket) of the merge."""
+    _PATH["single_task_bytes"] = None if request.param == "small-source" else 0
+    yield request.param
+    _PATH["single_task_bytes"] = None
+
+
 def merge(spark, cat, source, *, target="db.t", clauses=None, on=None, ident=1, **extra):
     spec = {"target": target, "warehouse": cat.warehouse, "source": source, "commit_user": "test",
             "commit_identifier": ident}
+    if _PATH["single_task_bytes"] is not None:
+        spec["single_task_bytes"] = _PATH["single_task_bytes"]
     if clauses is not None:
         spec["clauses"] = [c.to_dict() for c in clauses]
     if on is not None:
@@ -83,12 +97,13 @@ def target(warehouse):
     return warehouse
 
 
-def test_plain_upsert_reads_no_target_data(spark, target, tmp_path):
+@pytest.mark.parametrize("single_task", [True, False], ids=["one-task", "shuffled-by-bucket"])
+def test_plain_upsert_reads_no_target_data(spark, target, tmp_path, single_task):
     cat = target
     before = table_rows(cat)
     source = [row(i, 1) for i in range(30, 50)]          # 10 updates, 10 inserts
-    r = merge(spark, cat, write_source(tmp_path, source))
-    assert r["status"] == "committed" and r["mode"] == "upsert"
+    r = merge(spark, cat, write_source(tmp_path, source), single_task_bytes=(32 << 20) if single_task else 0)
+    assert r["status"] == "committed" and r["mode"] == "upsert" and r["single_task"] is single_task
     assert r["target_rows_read"] == 0 and r["target_splits_read"] == 0
     expected = merge_rows(before, source, ["id"], [clause("matched", "update", None, "*"),
                                                     clause("not_matched", "insert", None, "*")], COLUMNS)
@@ -99,7 +114,7 @@ def test_plain_upsert_reads_no_target_data(spark, target, tmp_path):
     assert read_table_df(spark, cat.get_table("db.t")).count() == len(expected)
 
 
-def test_conditional_merge_every_matched_and_not_matched_clause(spark, target, tmp_path):
+def test_conditional_merge_every_matched_and_not_matched_clause(spark, target, tmp_path, both_paths):
     cat = target
     before = table_rows(cat)
     source = [row(i, 1, status="gone" if i % 5 == 0 else None) for i in range(20, 60)]
@@ -127,7 +142,7 @@ def test_conditional_merge_every_matched_and_not_matched_clause(spark, target, t
     assert r["target_rows_read"] == len(before)
 
 
-def test_only_the_buckets_and_partitions_the_source_touches_are_read(spark, warehouse, tmp_path):
+def test_only_the_buckets_and_partitions_the_source_touches_are_read(spark, warehouse, tmp_path, both_paths):
     cat = warehouse
     make_target(cat, partitioned=True, bucket=4, rows=[row(i) for i in range(300)])
     before = table_rows(cat)
@@ -148,7 +163,7 @@ def test_only_the_buckets_and_partitions_the_source_touches_are_read(spark, ware
     assert table.latest_snapshot().id == r["snapshot_id"]
 
 
-def test_not_matched_by_source_reads_only_the_columns_it_needs(spark, target, tmp_path):
+def test_not_matched_by_source_reads_only_the_columns_it_needs(spark, target, tmp_path, both_paths):
     cat = target
     before = table_rows(cat)
     source = [row(i, 1) for i in range(0, 10)]
@@ -171,7 +186,7 @@ def test_not_matched_by_source_reads_only_the_columns_it_needs(spark, target, tm
                           [clause("not_matched_by_source", "delete", lambda s, t: t["amount"] < 100)], COLUMNS))
 
 
-def test_partitioned_target_with_deletes_and_inserts(spark, warehouse, tmp_path):
+def test_partitioned_target_with_deletes_and_inserts(spark, warehouse, tmp_path, both_paths):
     cat = warehouse
     make_target(cat, partitioned=True, bucket=2, rows=[row(i) for i in range(60)])
     before = table_rows(cat)
@@ -188,7 +203,7 @@ def test_partitioned_target_with_deletes_and_inserts(spark, warehouse, tmp_path)
     assert canonical(table_rows(cat, snapshot_id=r["snapshot_id"] - 1), ["id", "dt"]) == canonical(before, ["id", "dt"])
 
 
-def test_sequence_field_older_increment_cannot_overwrite_newer_values(spark, warehouse, tmp_path):
+def test_sequence_field_older_increment_cannot_overwrite_newer_values(spark, warehouse, tmp_path, both_paths):
     cat = warehouse
     make_target(cat, options={"sequence.field": "updated_at"}, rows=[row(i) for i in range(20)])
     newer = [row(i, 3) for i in range(0, 10)]             # day 3
@@ -218,16 +233,19 @@ def test_sequence_field_older_increment_cannot_overwrite_newer_values(spark, war
 
 
 @pytest.mark.parametrize("conditional", [False, True], ids=["upsert", "conditional"])
-def test_several_source_rows_for_one_key_fail_and_change_nothing(spark, target, tmp_path, conditional):
+def test_several_source_rows_for_one_key_fail_and_change_nothing(spark, target, tmp_path, both_paths, conditional):
     cat = target
     before = table_rows(cat)
     snaps = [s.id for s in cat.get_table("db.t").snapshots()]
     source = [row(i, 1) for i in range(5, 15)] + [row(7, 2)]
     clauses = [matched_update(set="*", condition="s.amount > 0"), not_matched_insert()] if conditional else None
+    files = {p for p in (tmp_path / "wh").rglob("data-*.parquet")}
     with pytest.raises(DuplicateKeyError, match="id=7"):
         merge(spark, cat, write_source(tmp_path, source), clauses=clauses)
     assert [s.id for s in cat.get_table("db.t").snapshots()] == snaps
     check(cat, before)
+    # Found before any file was written (one task, or a shuffle before the writing tasks).
+    assert {p for p in (tmp_path / "wh").rglob("data-*.parquet")} == files
 
 
 def test_retry_is_idempotent_and_reapply_merges_again(spark, target, tmp_path):
