@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 # Tests here that import Airflow (the operators, the DAG) must not touch a real AIRFLOW_HOME.
+_home: Path | None = None
 if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:
     import tempfile
 
@@ -60,3 +61,10 @@ def warehouse(tmp_path):
     cat = Catalog(str(wh))
     cat.create_database("db")
     return cat
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+    if _home is not None:
+        import shutil
+
+        shutil.rmtree(_home, ignore_errors=True)

@@ -73,15 +73,19 @@ def test_bad_clauses_fail_when_the_dag_is_parsed():
                                  clauses=[{"when": "matched", "action": "insert", "values": "*"}])
 
 
-def test_cluster_master_ships_the_package_as_py_files(paimon_conn, monkeypatch):
+def test_cluster_master_ships_the_package_as_py_files(paimon_conn, monkeypatch, tmp_path):
+    import tempfile
+
     from airflow_paimon.operators.maintenance import CompactOperator
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))        # the zip cache goes there
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER",
                        json.dumps({"conn_type": "spark", "host": "spark://m", "port": 7077}))
     op = CompactOperator(task_id="compact", target="db.t", conn_id="spark_cluster", partitions={"dt": "2026-11-14"})
     spec = op._prepare(context(task_id="compact"))
     assert op._get_hook()._connection["master"] == "spark://m:7077"
-    assert op.py_files and op.py_files.endswith(".zip")
+    assert op.py_files and op.py_files.endswith(".zip") and op.py_files.startswith(str(tmp_path))
     names = zipfile.ZipFile(op.py_files).namelist()
     assert "airflow_paimon/spark/merge_app.py" in names and "airflow_paimon/format/table.py" in names
     assert "spark.pyspark.python" not in op.conf                   # the cluster's own Python

@@ -1,0 +1,279 @@
+"""Benchmark: merging a daily increment into a historical table, ours against the alternatives.
+
+    .venv/bin/python benchmarks/merge.py                  # N = 1M and 10M rows
+    .venv/bin/python benchmarks/merge.py --sizes 1000000  # just one size
+    .venv/bin/uv pip install --python .venv/bin/python deltalake   # for the delta-rs column
+
+History: N rows (``id`` bigint key, two strings, a double, a timestamp) in a Paimon primary-key table (8 buckets),
+the same rows as plain Parquet files (a Hive-style table) and as a Delta table. Increment: 1% updates spread over
+all ids plus 0.5% inserts. Every Spark job runs through real spark-submit on ``local[2]``; "in-job" is the time
+inside the application after the SparkSession is up, "spark-submit" the wall time of the whole command.
+
+* ours, upsert: MergeIncrementalOperator's application with the default clauses (reads no target data);
+* ours, conditional: ``matched_update(set="*", condition="s.ts > t.ts") + not_matched_insert()`` (reads the key and
+  ``ts`` of the touched buckets);
+* Spark floor: read the increment, write it as Parquet hash-partitioned by id into 8 files sorted by id (the same
+  shape of work as our upsert: one shuffle, local sorts); ``floor (global sort)`` uses ``orderBy`` instead;
+* Hive-style rewrite: read the whole history, full outer join with the increment, write everything;
+* delta-rs: ``deltalake`` MERGE (update all / insert all) of the same increment, in-process.
+
+Not a test: prints one table; the targets are checked and reported at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from airflow_paimon.format import Catalog  # noqa: E402
+from airflow_paimon.spark.common import application_path, parse_result  # noqa: E402
+
+BIN = Path(sys.executable).parent
+BUCKETS = 8
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("city", pa.string()), ("amount", pa.float64()),
+                    ("ts", pa.timestamp("us"))])
+SPARK_CONF = {"spark.sql.shuffle.partitions": str(BUCKETS), "spark.ui.enabled": "false",
+              "spark.sql.session.timeZone": "UTC", "spark.sql.adaptive.enabled": "true"}
+
+FLOOR_APP = """
+import json, sys, time
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+spark.sparkContext.setLogLevel("WARN")
+incr, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.monotonic()
+df = spark.read.parquet(incr)
+if mode == "global":
+    df = df.orderBy("id")
+else:
+    df = df.repartition(%d, "id").sortWithinPartitions("id")
+df.write.mode("overwrite").parquet(out)
+print("BENCH_SECONDS", json.dumps(time.monotonic() - t0), flush=True)
+""" % BUCKETS
+
+REWRITE_APP = """
+import json, sys, time
+from pyspark.sql import SparkSession, functions as F
+spark = SparkSession.builder.getOrCreate()
+spark.sparkContext.setLogLevel("WARN")
+hist, incr, out = sys.argv[1], sys.argv[2], sys.argv[3]
+t0 = time.monotonic()
+h = spark.read.parquet(hist).alias("h")
+i = spark.read.parquet(incr).alias("i")
+cols = [c for c in h.columns if c != "id"]
+j = h.join(i, F.col("h.id") == F.col("i.id"), "full_outer")
+merged = j.select(F.coalesce(F.col("i.id"), F.col("h.id")).alias("id"),
+                  *[F.when(F.col("i.id").isNotNull(), F.col("i." + c)).otherwise(F.col("h." + c)).alias(c)
+                    for c in cols])
+merged.write.mode("overwrite").parquet(out)
+print("BENCH_SECONDS", json.dumps(time.monotonic() - t0), flush=True)
+"""
+
+
+def _strings(prefix: str, values: np.ndarray) -> pa.Array:
+    prefixes = pa.array(np.full(len(values), prefix))
+    return pc.binary_join_element_wise(prefixes, pc.cast(pa.array(values), pa.string()), "")
+
+
+def rows(ids: np.ndarray, version: int, rng: np.random.Generator) -> pa.Table:
+    n = len(ids)
+    base = np.datetime64("2026-01-01T00:00:00", "us").astype(np.int64) + version * 86_400_000_000
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "name": _strings(f"customer-v{version}-", ids),
+        "city": _strings("city-", ids % 997),
+        "amount": pa.array(rng.random(n) * 1000 + version),
+        "ts": pa.array(base + rng.integers(0, 86_400_000_000, n), pa.timestamp("us")),
+    }, schema=SCHEMA)
+
+
+def prepare(n: int, root: Path) -> dict:
+    rng = np.random.default_rng(n)
+    history = rows(np.arange(n, dtype=np.int64), 0, rng)
+    upd = np.sort(rng.choice(n, n // 100, replace=False))
+    ins = np.arange(n, n + n // 200, dtype=np.int64)
+    increment = pa.concat_tables([rows(upd, 1, rng), rows(ins, 1, rng)])
+    increment = increment.take(pa.array(rng.permutation(increment.num_rows)))
+    (root / "incr").mkdir(parents=True)
+    pq.write_table(increment, root / "incr" / "part-0.parquet")
+    (root / "hive").mkdir()
+    for k, chunk in enumerate(range(0, n, 1_000_000)):
+        pq.write_table(history.slice(chunk, 1_000_000), root / "hive" / f"part-{k}.parquet")
+    t0 = time.monotonic()
+    cat = Catalog(str(root / "wh"))
+    cat.create_database("bench")
+    table = cat.create_table("bench.history", SCHEMA, primary_keys=["id"], options={"bucket": str(BUCKETS)})
+    for chunk in range(0, n, 2_000_000):
+        table.write(history.slice(chunk, 2_000_000))
+    from airflow_paimon.format.compact import compact
+    compact(cat.get_table("bench.history"))   # a historical table: one top-level file per bucket
+    paimon_s = time.monotonic() - t0
+    delta = None
+    try:
+        from deltalake import write_deltalake
+        write_deltalake(str(root / "delta"), history)
+        delta = str(root / "delta")
+    except ImportError:
+        pass
+    return {"incr": str(root / "incr"), "hive": str(root / "hive"), "wh": str(root / "wh"), "delta": delta,
+            "increment_rows": increment.num_rows, "paimon_setup_s": paimon_s}
+
+
+def spark_submit(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", "--driver-memory", "4g"]
+    for k, v in SPARK_CONF.items():
+        cmd += ["--conf", f"{k}={v}"]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd + args, env=env, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"spark-submit failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc, wall
+
+
+def _seconds(proc: subprocess.CompletedProcess) -> float:
+    for line in proc.stdout.splitlines():
+        if line.startswith("BENCH_SECONDS "):
+            return float(line.split(" ", 1)[1])
+    raise RuntimeError("no BENCH_SECONDS line")
+
+
+def ours(data: dict, work: Path, name: str, clauses: list | None) -> tuple[float, float, dict]:
+    wh = work / f"wh-{name}"
+    shutil.copytree(data["wh"], wh)
+    spec = {"target": "bench.history", "warehouse": str(wh), "source": data["incr"],
+            "commit_user": "bench", "commit_identifier": 1}
+    if clauses is not None:
+        spec["clauses"] = clauses
+    proc, wall = spark_submit([application_path("merge_app"), "--spec", json.dumps(spec)])
+    result = parse_result(proc.stdout.splitlines())
+    assert result and result["status"] == "committed", proc.stdout[-2000:]
+    table = Catalog(str(wh)).get_table("bench.history")
+    result["check_rows"] = table.read(columns=["id"]).num_rows
+    shutil.rmtree(wh)
+    return result["seconds"], wall, result
+
+
+def floor(data: dict, work: Path, mode: str) -> tuple[float, float]:
+    app = work / "floor_app.py"
+    app.write_text(FLOOR_APP)
+    proc, wall = spark_submit([str(app), data["incr"], str(work / f"floor-{mode}"), mode])
+    return _seconds(proc), wall
+
+
+def rewrite(data: dict, work: Path) -> tuple[float, float]:
+    app = work / "rewrite_app.py"
+    app.write_text(REWRITE_APP)
+    proc, wall = spark_submit([str(app), data["hive"], data["incr"], str(work / "rewrite")])
+    return _seconds(proc), wall
+
+
+def delta_merge(data: dict, work: Path) -> float | None:
+    if data["delta"] is None:
+        return None
+    from deltalake import DeltaTable
+    path = work / "delta-copy"
+    shutil.copytree(data["delta"], path)
+    source = pq.read_table(Path(data["incr"]) / "part-0.parquet")
+    t0 = time.monotonic()
+    (DeltaTable(str(path)).merge(source=source, predicate="t.id = s.id", source_alias="s", target_alias="t")
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+    seconds = time.monotonic() - t0
+    shutil.rmtree(path)
+    return seconds
+
+
+def run(n: int, keep: bool, repeat: int = 1) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"bench-merge-{n}-"))
+    try:
+        print(f"== N = {n:,}: preparing data in {work}", flush=True)
+        data = prepare(n, work / "data")
+        print(f"   increment {data['increment_rows']:,} rows; history written in {data['paimon_setup_s']:.1f} s",
+              flush=True)
+        out: dict = {"n": n, "increment": data["increment_rows"]}
+        conditional = [{"when": "matched", "action": "update", "set": "*", "condition": "s.ts > t.ts"},
+                       {"when": "not_matched", "action": "insert", "values": "*"}]
+        runs: dict[str, list] = {k: [] for k in ("upsert", "conditional", "floor", "floor_global", "rewrite")}
+        for i in range(repeat):
+            # Interleaved, so that load from elsewhere on the machine hits every variant alike.
+            runs["upsert"].append(ours(data, work, "upsert", None))
+            runs["conditional"].append(ours(data, work, "conditional", conditional))
+            runs["floor"].append(floor(data, work, "hash"))
+            runs["floor_global"].append(floor(data, work, "global"))
+            runs["rewrite"].append(rewrite(data, work))
+            print(f"   round {i + 1}: " + ", ".join(f"{k} {v[-1][0]:.2f}/{v[-1][1]:.1f}" for k, v in runs.items()),
+                  flush=True)
+        for k, v in runs.items():
+            out[k] = min(v, key=lambda x: x[0])   # the fastest in-job time, with its spark-submit time
+        deltas = [d for d in (delta_merge(data, work) for _ in range(repeat)) if d is not None]
+        out["delta"] = min(deltas) if deltas else None
+        print(f"   delta-rs: {out['delta']}", flush=True)
+        expected = n + n // 200
+        for k in ("upsert", "conditional"):
+            assert out[k][2]["check_rows"] == expected, (k, out[k][2]["check_rows"], expected)
+        return out
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results: list[dict]) -> None:
+    def cell(v):
+        if v is None:
+            return "n/a"
+        if isinstance(v, tuple):
+            return f"{v[0]:7.2f} / {v[1]:6.1f}"
+        return f"{v:7.2f}"
+
+    print()
+    print("seconds, fastest of the repeats: in-job / whole spark-submit (delta-rs: in-process MERGE)")
+    header = f"{'':34}" + "".join(f"{'N = ' + format(r['n'], ','):>22}" for r in results)
+    print(header)
+    rows_ = [("ours: plain upsert", "upsert"), ("ours: conditional merge", "conditional"),
+             ("Spark floor (hash + local sort)", "floor"), ("Spark floor (global sort)", "floor_global"),
+             ("Hive-style full rewrite", "rewrite"), ("delta-rs MERGE", "delta")]
+    for label, key in rows_:
+        print(f"{label:34}" + "".join(f"{cell(r[key]):>22}" for r in results))
+    print(f"{'increment rows':34}" + "".join(f"{r['increment']:>22,}" for r in results))
+    print()
+    by_n = {r["n"]: r for r in results}
+    for r in results:
+        ratio = r["upsert"][0] / r["floor"][0]
+        print(f"N={r['n']:,}: upsert / floor (in-job) = {ratio:.2f} (target <= 1.5); "
+              f"upsert / global-sort floor = {r['upsert'][0] / r['floor_global'][0]:.2f}; "
+              f"conditional / full rewrite = {r['conditional'][0] / r['rewrite'][0]:.2f} (target < 1)")
+    if 1_000_000 in by_n and 10_000_000 in by_n:
+        growth = by_n[10_000_000]["upsert"][0] / by_n[1_000_000]["upsert"][0]
+        print(f"upsert in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each variant; the fastest counts")
+    args = parser.parse_args()
+    results = [run(int(s), args.keep, args.repeat) for s in args.sizes.split(",")]
+    report(results)
+    print(json.dumps([{k: (v[:2] if isinstance(v, tuple) else v) for k, v in r.items()} for r in results]))
+
+
+if __name__ == "__main__":
+    main()
