@@ -101,8 +101,13 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
                 needed.append(n)
         file_schema = pa.schema([f.with_nullable(True) for f in logical] +
                                 [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-        parts = _read_files(table, split, needed + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(split.files, split.files[1:]))
+        # Sequence numbers are only compared when the file order alone cannot decide (see merge_on_read).
+        key_sort_suffices = not seq_fields and (
+            len(split.files) == 1
+            or (ordered and len(keys) == 1 and pa.types.is_integer(logical.field(keys[0]).type)))
+        system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
+        parts = _read_files(table, split, needed + system, file_schema)
         # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
         data = merge_on_read(parts, keys, seq_fields, ordered, True)
     else:
