@@ -55,3 +55,26 @@ def test_cli_commands_in_docs_parse(page, line):
     from airflow_paimon.cli import build_parser
 
     build_parser().parse_args(shlex.split(line)[1:])
+
+
+def test_cli_page_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The commands of docs/cli.md, in order, against a table with commits on the days they name."""
+    import datetime as dt
+
+    from airflow_paimon.cli import main
+    from tests.e2e.tables import commit_at, create_table
+
+    warehouse = str(tmp_path / "warehouse")
+    table = create_table(warehouse, "sales.orders", {"bucket": "2"})
+    utc = dt.timezone.utc
+    for i, when in enumerate([dt.datetime(2026, 11, 19, 10, tzinfo=utc), dt.datetime(2026, 11, 20, 10, tzinfo=utc),
+                              dt.datetime(2026, 11, 20, 23, tzinfo=utc), dt.datetime(2026, 11, 21, 3, tzinfo=utc)]):
+        commit_at(table, when, i, i + 10)
+    monkeypatch.setenv("PAIMON_WAREHOUSE", warehouse)
+    monkeypatch.chdir(tmp_path)
+    lines = [line for page, line in _cli_lines() if page == "docs/cli.md"]
+    assert len(lines) == 11
+    for line in lines:
+        assert main(shlex.split(line)[1:]) == 0, (line, capsys.readouterr())
+    assert (tmp_path / "orders.csv").read_text().count("\n") >= 2
+    assert table.tags.names() == [] and table.latest_snapshot().id == 3
