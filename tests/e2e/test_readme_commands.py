@@ -33,7 +33,7 @@ def test_readme_quick_start_from_a_fresh_clone(tmp_path):
         assert title in out, out[-3000:]
     tags = re.findall(r"^\| (\d{4}-\d{2}-\d{2}) \| (\d+) +\| \w+ +\| (\d+) +\|$", out, re.M)
     assert len(tags) == 7 and all(int(rows) > 200_000 for _, _, rows in tags)
-    assert out.count("committed") == 7
+    assert len(re.findall(r"\| committed +\|", out)) == 7
     assert (clone / ".venv" / "bin" / "python").exists() and (clone / "demo" / "warehouse").is_dir()
 
     again = subprocess.run(commands[0].split(), cwd=clone, capture_output=True, text=True, timeout=1800)
