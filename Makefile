@@ -12,8 +12,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
 
+# Bytecode is compiled at install, as pip does: otherwise every Airflow task, CLI call and Spark application
+# compiles its imports again wherever the cache cannot be written (PYTHONDONTWRITEBYTECODE, read-only images).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/uv pip install --python $(BIN)/python --quiet -e ".[test]"
+	$(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode -e ".[test]"
 	touch $(STAMP)
 
 install: $(STAMP)

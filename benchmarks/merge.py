@@ -1,6 +1,6 @@
 """Benchmark: merging a daily increment into a historical table, ours against the alternatives.
 
-    .venv/bin/python benchmarks/merge.py                  # N = 1M and 10M rows
+    .venv/bin/python benchmarks/merge.py                  # N = 1M, 10M and 50M rows
     .venv/bin/python benchmarks/merge.py --sizes 1000000  # just one size
     .venv/bin/uv pip install --python .venv/bin/python deltalake   # for the delta-rs column
 
@@ -9,7 +9,10 @@ the same rows as plain Parquet files (a Hive-style table) and as a Delta table. 
 all ids plus 0.5% inserts. Every Spark job runs through real spark-submit on ``local[2]``; "in-job" is the time
 inside the application after the SparkSession is up, "spark-submit" the wall time of the whole command.
 
-* ours, upsert: MergeIncrementalOperator's application with the default clauses (reads no target data);
+* ours, upsert: MergeIncrementalOperator's application with the default clauses (reads no target data); an
+  increment of local Parquet files up to 64 MiB (all increments here) is written by the application's driver
+  without Spark jobs;
+* ours, upsert on Spark: the same with ``driver_bytes=0``, so that Spark tasks read, bucket and write the increment;
 * ours, conditional: ``matched_update(set="*", condition="s.ts > t.ts") + not_matched_insert()`` (reads the key and
   ``ts`` of the touched buckets);
 * Spark floor: read the increment, write it as Parquet hash-partitioned by id into 8 files sorted by id (the same
@@ -155,10 +158,11 @@ def _seconds(proc: subprocess.CompletedProcess) -> float:
     raise RuntimeError("no BENCH_SECONDS line")
 
 
-def ours(data: dict, work: Path, name: str, clauses: list | None) -> tuple[float, float, dict]:
+def ours(data: dict, work: Path, name: str, clauses: list | None,
+         extra: dict | None = None) -> tuple[float, float, dict]:
     wh = work / f"wh-{name}"
     shutil.copytree(data["wh"], wh)
-    spec = {"target": "bench.history", "warehouse": str(wh), "source": data["incr"],
+    spec = {"target": "bench.history", "warehouse": str(wh), "source": data["incr"], **(extra or {}),
             "commit_user": "bench", "commit_identifier": 1}
     if clauses is not None:
         spec["clauses"] = clauses
@@ -210,10 +214,12 @@ def run(n: int, keep: bool, repeat: int = 1) -> dict:
         out: dict = {"n": n, "increment": data["increment_rows"]}
         conditional = [{"when": "matched", "action": "update", "set": "*", "condition": "s.ts > t.ts"},
                        {"when": "not_matched", "action": "insert", "values": "*"}]
-        runs: dict[str, list] = {k: [] for k in ("upsert", "conditional", "floor", "floor_global", "rewrite")}
+        runs: dict[str, list] = {k: [] for k in ("upsert", "upsert_spark", "conditional", "floor", "floor_global",
+                                                 "rewrite")}
         for i in range(repeat):
             # Interleaved, so that load from elsewhere on the machine hits every variant alike.
             runs["upsert"].append(ours(data, work, "upsert", None))
+            runs["upsert_spark"].append(ours(data, work, "upsert-spark", None, {"driver_bytes": 0}))
             runs["conditional"].append(ours(data, work, "conditional", conditional))
             runs["floor"].append(floor(data, work, "hash"))
             runs["floor_global"].append(floor(data, work, "global"))
@@ -226,8 +232,9 @@ def run(n: int, keep: bool, repeat: int = 1) -> dict:
         out["delta"] = min(deltas) if deltas else None
         print(f"   delta-rs: {out['delta']}", flush=True)
         expected = n + n // 200
-        for k in ("upsert", "conditional"):
+        for k in ("upsert", "upsert_spark", "conditional"):
             assert out[k][2]["check_rows"] == expected, (k, out[k][2]["check_rows"], expected)
+        assert out["upsert"][2]["engine"] == "driver" and out["upsert_spark"][2]["engine"] == "spark"
         return out
     finally:
         if not keep:
@@ -246,7 +253,8 @@ def report(results: list[dict]) -> None:
     print("seconds, fastest of the repeats: in-job / whole spark-submit (delta-rs: in-process MERGE)")
     header = f"{'':34}" + "".join(f"{'N = ' + format(r['n'], ','):>22}" for r in results)
     print(header)
-    rows_ = [("ours: plain upsert", "upsert"), ("ours: conditional merge", "conditional"),
+    rows_ = [("ours: plain upsert", "upsert"), ("ours: plain upsert on Spark", "upsert_spark"),
+             ("ours: conditional merge", "conditional"),
              ("Spark floor (hash + local sort)", "floor"), ("Spark floor (global sort)", "floor_global"),
              ("Hive-style full rewrite", "rewrite"), ("delta-rs MERGE", "delta")]
     for label, key in rows_:
@@ -255,18 +263,24 @@ def report(results: list[dict]) -> None:
     print()
     by_n = {r["n"]: r for r in results}
     for r in results:
-        ratio = r["upsert"][0] / r["floor"][0]
-        print(f"N={r['n']:,}: upsert / floor (in-job) = {ratio:.2f} (target <= 1.5); "
-              f"upsert / global-sort floor = {r['upsert'][0] / r['floor_global'][0]:.2f}; "
+        ratio = r["upsert_spark"][0] / r["floor"][0]
+        print(f"N={r['n']:,}: upsert on Spark / floor (in-job) = {ratio:.2f} (target <= 1.5); "
+              f"upsert on Spark / global-sort floor = {r['upsert_spark'][0] / r['floor_global'][0]:.2f}; "
               f"conditional / full rewrite = {r['conditional'][0] / r['rewrite'][0]:.2f} (target < 1)")
     if 1_000_000 in by_n and 10_000_000 in by_n:
-        growth = by_n[10_000_000]["upsert"][0] / by_n[1_000_000]["upsert"][0]
-        print(f"upsert in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
+        for k in ("upsert", "upsert_spark"):
+            growth = by_n[10_000_000][k][0] / by_n[1_000_000][k][0]
+            print(f"{k} in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
+    largest = results[-1]
+    if largest["delta"] is not None:
+        for k in ("upsert", "upsert_spark", "conditional"):
+            print(f"N={largest['n']:,}: whole spark-submit of {k} / delta-rs MERGE = "
+                  f"{largest[k][1] / largest['delta']:.2f} (target < 1 for the upsert)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--sizes", default="1000000,10000000,50000000")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each variant; the fastest counts")
     args = parser.parse_args()

@@ -39,3 +39,7 @@ class CommitConflictError(PaimonError):
 
 class InvalidDataError(PaimonError, ValueError):
     """Rows handed to a write break a table invariant (null or duplicate keys, bad value kinds)."""
+
+
+class DuplicateKeyError(InvalidDataError):
+    """Several rows of one write (or one merge source) carry the same primary key where each may appear once."""

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .data_file import DELETE, UPDATE_BEFORE
@@ -22,9 +21,9 @@ from .schema import SEQUENCE_NUMBER, VALUE_KIND
 from .write import last_of_each_key
 
 if TYPE_CHECKING:
-    from .table import Table
+    import pyarrow.dataset as ds
 
-_PARQUET = ds.ParquetFileFormat()
+    from .table import Table
 
 
 def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
@@ -35,8 +34,11 @@ def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Sch
         try:
             data = pq.read_table(path, columns=columns, filesystem=table.io.fs)
         except (pa.ArrowInvalid, KeyError):
-            frag = _PARQUET.make_fragment(path, table.io.fs)
-            data = ds.FileSystemDataset([frag], schema, _PARQUET, table.io.fs).to_table(columns=columns)
+            import pyarrow.dataset as ds  # imported when needed: it loads pandas, a second of start-up
+
+            fmt = ds.ParquetFileFormat()
+            frag = fmt.make_fragment(path, table.io.fs)
+            data = ds.FileSystemDataset([frag], schema, fmt, table.io.fs).to_table(columns=columns)
         target = pa.schema([schema.field(c) for c in columns])
         if data.schema != target:
             data = data.cast(target)

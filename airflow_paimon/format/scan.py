@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from .binary_row import deserialize_row
 from .manifest import DataFileMeta, ManifestEntry
 
 if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
     from .table import Table
 
 _RANGE_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp,
@@ -57,6 +58,8 @@ def _rangeable(t: pa.DataType) -> bool:
 def _range_expr(name: str, t: pa.DataType, lo: Any, hi: Any) -> ds.Expression | None:
     if lo is None or hi is None or not _rangeable(t):
         return None
+    import pyarrow.dataset as ds  # imported when a filter is planned: it loads pandas
+
     f = ds.field(name)
     try:
         return (f >= pa.scalar(lo, type=t)) & (f <= pa.scalar(hi, type=t))
@@ -65,6 +68,8 @@ def _range_expr(name: str, t: pa.DataType, lo: Any, hi: Any) -> ds.Expression | 
 
 
 def _and(parts: list[ds.Expression]) -> ds.Expression:
+    import pyarrow.dataset as ds
+
     out = ds.scalar(True)
     for p in parts:
         out = out & p
@@ -77,6 +82,8 @@ class ScanPlanner:
         self.schema = table.schema()
 
     def _partition_expr(self, values: tuple) -> list[ds.Expression]:
+        import pyarrow.dataset as ds
+
         out = []
         for name, v in zip(self.schema.partition_keys, values):
             t = self.schema.arrow_type(name)
@@ -136,6 +143,8 @@ class ScanPlanner:
         return splits
 
     def _prune(self, splits: list[Split], filter: ds.Expression) -> list[Split]:
+        import pyarrow.dataset as ds
+
         fmt = ds.ParquetFileFormat()
         fs = self.table.io.fs
         fragments, owners = [], []

@@ -6,10 +6,9 @@ import datetime as dt
 import getpass
 import uuid
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from .commit import CommitMessage, FileStoreCommit
 from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
@@ -22,6 +21,9 @@ from .scan import ScanPlanner, Split
 from .schema import SchemaManager, TableSchema
 from .snapshot import Snapshot, SnapshotManager
 from .write import TableWrite
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 
 def to_epoch_millis(value: Any) -> int:

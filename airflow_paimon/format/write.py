@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .bucketing import bucket_ids
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
-from .errors import InvalidDataError, SchemaMismatchError
+from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from .table import Table
@@ -118,8 +118,16 @@ class TableWrite:
 
     # ---- whole batches in this process -----------------------------------------------------------
     def write(self, data: pa.Table, kinds: pa.Array | None = None, base_snapshot: Any = None,
-              required: Sequence[str] | None = None) -> list[CommitMessage]:
-        """Files for `data` (kinds: per-row RowKind, default +I) against `base_snapshot`'s sequence numbers."""
+              required: Sequence[str] | None = None, *, duplicates: str = "last",
+              what: str = "the data") -> list[CommitMessage]:
+        """Files for `data` (kinds: per-row RowKind, default +I) against `base_snapshot`'s sequence numbers.
+
+        Several rows with one primary key: the last one wins (``duplicates="last"``, a stream of changes), or
+        DuplicateKeyError before any file is written (``"error"``: a MERGE source, where they are ambiguous);
+        `what` names the rows in that message.
+        """
+        if duplicates not in ("last", "error"):
+            raise ValueError(f"duplicates must be 'last' or 'error', not {duplicates!r}")
         data = conform(self.table, data, required)
         if data.num_rows == 0:
             return []
@@ -134,6 +142,12 @@ class TableWrite:
         data = data.take(_sort_order(data, gid, keys))
         gid_sorted = data.column("__gid").to_numpy()
         keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
+        if duplicates == "error" and not keep.all():
+            first = int(np.flatnonzero(~keep)[0])
+            key = ", ".join(f"{k}={data.column(k)[first].as_py()!r}" for k in self.schema.primary_keys)
+            raise DuplicateKeyError(
+                f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
+                "each key may appear once. Nothing was committed.")
         if not keep.all():
             data = data.filter(pa.array(keep))
             gid_sorted = gid_sorted[keep]

@@ -27,7 +27,7 @@ FLAGS = {
     "source_options": {"type": json_arg}, "on": {"type": json_arg}, "clauses": {"type": json_arg},
     "commit_user": {}, "commit_identifier": {"type": int}, "reapply": {}, "reapply_token": {},
     "options": {"type": json_arg}, "num_tasks": {"type": int}, "honour_sequence_field": {},
-    "single_task_bytes": {"type": int},
+    "single_task_bytes": {"type": int}, "driver_bytes": {"type": int},
 }
 
 
@@ -35,8 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     from airflow_paimon.spark.merge_job import MergeSpec, run_merge
 
     spec = MergeSpec.from_dict(load_spec(argv, FLAGS))
-    spark = spark_session(f"paimon-merge-{spec.target}")
-    result = run_merge(spark, spec)
+    result = run_merge(lambda: spark_session(f"paimon-merge-{spec.target}"), spec)
     print_result(result)
 
 

@@ -15,8 +15,10 @@ How it runs:
 
 * a plain upsert (``[matched_update('*'), not_matched_insert('*')]`` without conditions, ``on`` = key) reads NO
   target data: the source rows are written as new level-0 files with new sequence numbers and merge-on-read
-  does the rest. A small increment of files (Spark's size estimate up to ``single_task_bytes``, 32 MiB) is read,
-  bucketed and written by one task, without a shuffle; a bigger one is shuffled by bucket to many tasks;
+  does the rest. Local Parquet files of up to ``driver_bytes`` (64 MiB) are written by the application itself
+  without any Spark job (see driver_upsert.py); a small increment of other files (Spark's size estimate up to
+  ``single_task_bytes``, 32 MiB) is read, bucketed and written by one task, without a shuffle; a bigger one is
+  shuffled by bucket to many tasks;
 * any other MERGE groups the source by (partition, bucket), and the one task that owns a bucket reads that
   bucket of the target -- only the columns the clauses need -- joins it with its source rows in Arrow, and
   hands only matched / unmatched source rows (plus, for NOT MATCHED BY SOURCE, the bucket's other target
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +52,7 @@ from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, M
                                   not_matched_insert, parse_clauses, referenced_columns, validate_clauses)
 
 from .common import reapply_identifier
+from .driver_upsert import local_parquet_files, read_increment, upsert_in_driver
 from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
 from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _balanced, _by_bucket,
                      _key_text, _runs, assign_buckets, estimated_bytes, read_changes_df, read_table_df,
@@ -80,6 +83,7 @@ class MergeSpec:
     num_tasks: int | None = None
     honour_sequence_field: bool = True
     single_task_bytes: int = 32 << 20
+    driver_bytes: int = 64 << 20
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "MergeSpec":
@@ -94,6 +98,7 @@ class MergeSpec:
         spec.reapply = _as_bool(spec.reapply)
         spec.honour_sequence_field = _as_bool(spec.honour_sequence_field)
         spec.single_task_bytes = int(spec.single_task_bytes)
+        spec.driver_bytes = int(spec.driver_bytes)
         if spec.commit_identifier is not None:
             spec.commit_identifier = int(spec.commit_identifier)
         if spec.num_tasks is not None:
@@ -395,8 +400,41 @@ def _plan(spec: MergeSpec, table: Table, source: DataFrame,
     return on, clauses
 
 
-def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[str, Any]:
-    """Run one MERGE; returns a JSON-able result (status, snapshot id, row counts, what was read)."""
+def _driver_upsert(spec: MergeSpec, table: Table, base: Any, user: str | None, ident: int | None,
+                   result: dict[str, Any], started: float) -> dict[str, Any] | None:
+    """The merge done without Spark (driver_upsert.py), or None when it needs Spark."""
+    names = table.schema().field_names
+    clauses = parse_clauses(spec.clauses)
+    on = normalize_on(spec.on, table.primary_keys, names)
+    if not (is_plain_upsert(clauses) and set(on) == set(table.primary_keys)) or spec.num_tasks is not None:
+        return None
+    files = local_parquet_files(spec.source, spec.source_format, spec.source_options, spec.driver_bytes)
+    if files is None:
+        return None
+    data = read_increment(files, table.arrow_schema())
+    if data is None:
+        return None
+    validate_clauses(clauses, target_columns=names, primary_keys=table.primary_keys, on=on,
+                     source_columns=data.column_names)
+    planned = time.monotonic()
+    snap, rows, seconds = upsert_in_driver(table, data, base, user, ident)
+    result.update(mode="upsert", engine="driver", rows=rows, target_splits_read=0, target_rows_read=0,
+                  source={"kind": "files", "path": spec.source if isinstance(spec.source, str)
+                          else spec.source.get("path"), "format": "parquet", "files": len(files)},
+                  timings=dict(seconds, plan=round(planned - started, 3)))
+    if snap is None:
+        result.update(status="no_changes", snapshot_id=base.id if base is not None else None)
+    else:
+        result.update(status="committed", snapshot_id=snap.id)
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """Run one MERGE; returns a JSON-able result (status, snapshot id, row counts, what was read).
+
+    `spark` may be a function returning the session, so that a merge that needs no Spark job never starts one.
+    """
     started = time.monotonic()
     if not isinstance(spec, MergeSpec):
         spec = MergeSpec.from_dict(spec)
@@ -427,6 +465,14 @@ def run_merge(spark: SparkSession, spec: MergeSpec | Mapping[str, Any]) -> dict[
                     return result
     result["commit_identifier"] = ident
     base = table.latest_snapshot()
+    done = _driver_upsert(spec, table, base, user, ident, result, started)
+    if done is not None:
+        return done
+    if callable(spark):
+        waited = time.monotonic()
+        spark = spark()
+        started += time.monotonic() - waited   # in-job time, as for a session handed in: without start-up
+    result["engine"] = "spark"
     source, info = load_source(spark, spec.source, spec.source_format, spec.source_options, catalog,
                                empty_schema=spark_schema(table.arrow_schema()))
     on, clauses = _plan(spec, table, source, info)

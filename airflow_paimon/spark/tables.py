@@ -19,24 +19,26 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from airflow_paimon.format import Catalog, CommitMessage, Snapshot, Split, Table
 from airflow_paimon.format.bucketing import bucket_ids
-from airflow_paimon.format.errors import InvalidDataError, PaimonError
+from airflow_paimon.format.errors import DuplicateKeyError, InvalidDataError, PaimonError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
 from airflow_paimon.format.write import TableWrite
 
 from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = [
     "KIND_COLUMN", "CHANGE_COLUMN", "BUCKET_COLUMN", "KIND_CODES", "DuplicateKeyError", "WriteResult",
@@ -50,10 +52,6 @@ BUCKET_COLUMN = "__bucket"
 KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 DUPLICATE_MARKER = "PAIMON_DUPLICATE_KEY"
-
-
-class DuplicateKeyError(InvalidDataError):
-    """Several rows of one write (or one merge source) carry the same primary key."""
 
 
 _TASK_ERROR = re.compile(r"^(airflow_paimon\.[\w.]+)\.(\w+Error): (.+)$", re.MULTILINE)
@@ -101,6 +99,8 @@ def partition_filter(table: Table, partitions: Sequence[Mapping[str, Any]] | Non
     """An expression selecting the given partitions (each a mapping of some partition columns to values)."""
     if not partitions:
         return None
+    import pyarrow.dataset as ds  # only here: it loads pandas, a second of the application's start-up
+
     keys = table.partition_keys
     out = None
     for spec in partitions:

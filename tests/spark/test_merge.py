@@ -67,8 +67,9 @@ def both_paths(request):
 
 
 def merge(spark, cat, source, *, target="db.t", clauses=None, on=None, ident=1, **extra):
+    # These tests exercise the Spark paths; test_driver_upsert.py covers upserts written by the driver.
     spec = {"target": target, "warehouse": cat.warehouse, "source": source, "commit_user": "test",
-            "commit_identifier": ident}
+            "commit_identifier": ident, "driver_bytes": 0}
     if _PATH["single_task_bytes"] is not None:
         spec["single_task_bytes"] = _PATH["single_task_bytes"]
     if clauses is not None:
@@ -104,6 +105,7 @@ def test_plain_upsert_reads_no_target_data(spark, target, tmp_path, single_task)
     source = [row(i, 1) for i in range(30, 50)]          # 10 updates, 10 inserts
     r = merge(spark, cat, write_source(tmp_path, source), single_task_bytes=(32 << 20) if single_task else 0)
     assert r["status"] == "committed" and r["mode"] == "upsert" and r["single_task"] is single_task
+    assert r["engine"] == "spark"
     assert r["target_rows_read"] == 0 and r["target_splits_read"] == 0
     expected = merge_rows(before, source, ["id"], [clause("matched", "update", None, "*"),
                                                     clause("not_matched", "insert", None, "*")], COLUMNS)

@@ -62,6 +62,9 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     op.reapply = "True"
     re = op._prepare(context(try_number=2))
     assert re["reapply"] is True and re["reapply_token"] == "2"
+    assert "driver_bytes" not in sent                              # the application's default
+    spark_only = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", driver_bytes=0)
+    assert spark_only._prepare(context())["driver_bytes"] == 0
 
 
 def test_bad_clauses_fail_when_the_dag_is_parsed():

@@ -111,7 +111,9 @@ def test_bad_input_exits_1_with_a_clear_message(warehouse, tmp_path):
     proc = spark_submit("merge_app", {"target": "db.t", "warehouse": cat.warehouse,
                                       "source": str(tmp_path / "dup.parquet")})
     assert proc.returncode == 1
-    assert "DuplicateKeyError" in proc.stderr and "id=1" in proc.stderr
+    # spark-submit passes the application's stderr on to its stdout.
+    message = next(x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("ERROR "))
+    assert "DuplicateKeyError" in message and "id=1" in message and "Nothing was committed" in message
     assert parse_result(proc.stdout.splitlines())["status"] == "failed"
     assert len(cat.get_table("db.t").snapshots()) == 1
 
@@ -160,3 +162,20 @@ def test_package_ships_as_py_files_zip_to_a_cluster(warehouse, tmp_path):
             expected[s["id"]] = s
     assert canonical(cat.get_table("db.t").read().to_pylist(), ["id"]) == canonical(list(expected.values()), ["id"])
     assert RESULT_PREFIX.strip() in proc.stdout
+
+
+def test_a_small_upsert_never_starts_a_spark_context(warehouse, tmp_path):
+    cat = warehouse
+    make_target(cat)
+    pq.write_table(pa.Table.from_pylist([row(i, 1) for i in range(30, 50)], schema=SCHEMA), tmp_path / "s.parquet")
+    spec = {"target": "db.t", "warehouse": cat.warehouse, "source": str(tmp_path / "s.parquet"),
+            "commit_user": "u", "commit_identifier": 1}
+    started = "SparkContext: Running Spark version"
+    seen = {}
+    for ident, extra in ((1, {}), (2, {"driver_bytes": 0})):
+        proc = spark_submit("merge_app", dict(spec, commit_identifier=ident, **extra))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        result = parse_result(proc.stdout.splitlines())
+        seen[result["engine"]] = started in proc.stdout + proc.stderr
+    assert seen == {"driver": False, "spark": True}
+    assert cat.get_table("db.t").latest_snapshot().id == 3

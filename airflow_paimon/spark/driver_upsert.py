@@ -1,0 +1,130 @@
+"""Plain upserts of small increments inside the merge application's own process, without Spark jobs.
+
+A daily increment of a few megabytes costs Spark far more to start (a SparkContext, a first job, a Python worker
+importing pyarrow: about 10 s on two cores) than to merge, and a plain upsert reads nothing of the target: it
+writes the increment as new level-0 files and merge-on-read does the rest. So when the source is local Parquet
+files of at most `driver_bytes` whose columns already have the target's types, the application reads them with
+pyarrow and writes and commits them itself, with the same format-library calls the Spark tasks make, so the
+table comes out the same either way. Everything else -- other formats, object-store URIs, SQL or table sources,
+nested folders, columns that need Spark's casts, merges with conditions -- runs on Spark, which then reports
+its own errors for the source.
+
+No pyspark imports: this path must not start the JVM side of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_paimon.format import Table
+from airflow_paimon.format.snapshot import Snapshot
+
+__all__ = ["local_parquet_files", "read_increment", "upsert_in_driver"]
+
+# Names Spark's file listing skips (hidden and metadata files, files still being copied).
+_SKIPPED_PREFIXES = ("_", ".")
+_SKIPPED_SUFFIX = "._COPYING_"
+
+
+def local_parquet_files(source: Any, source_format: str, source_options: Mapping[str, str] | None,
+                        max_bytes: int) -> list[str] | None:
+    """The Parquet files of a local source of at most `max_bytes`, or None when Spark should read it.
+
+    A folder must hold files only (a nested layout, e.g. ``k=v/`` partition folders, is Spark's to discover).
+    An existing folder without data files is an empty increment (``[]``), as it is on Spark.
+    """
+    if max_bytes <= 0 or source_options:
+        return None
+    if isinstance(source, Mapping):
+        if set(source) - {"path", "format"} or (source.get("format") or source_format or "parquet") != "parquet":
+            return None
+        source = source.get("path")
+    elif (source_format or "parquet").lower() != "parquet":
+        return None
+    if not isinstance(source, str) or not source:
+        return None
+    path = source[len("file://"):] if source.startswith("file://") else source
+    if "://" in path or not os.path.exists(path):
+        return None
+    if os.path.isfile(path):
+        files = [path]
+    else:
+        files = []
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.startswith(_SKIPPED_PREFIXES) or entry.name.endswith(_SKIPPED_SUFFIX):
+                    continue
+                if not entry.is_file():
+                    return None
+                files.append(entry.path)
+        files.sort()
+    if sum(os.path.getsize(f) for f in files) > max_bytes:
+        return None
+    return files
+
+
+def _same_values(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether Spark's read-and-cast and Arrow's cast give the same values (so the driver may read)."""
+    if source == target:
+        return True
+    if pa.types.is_string(target) and pa.types.is_large_string(source):
+        return True
+    if pa.types.is_signed_integer(source) and pa.types.is_signed_integer(target):
+        return source.bit_width <= target.bit_width
+    return False
+
+
+def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
+    """The rows of `files`, columns renamed to the target's names; None when the files' schemas differ or a
+    column would need a cast whose result could differ from Spark's (Spark then reads the source)."""
+    schema = None
+    for f in files:
+        try:
+            file_schema = pq.read_schema(f)
+        except (pa.ArrowInvalid, OSError):
+            return None
+        file_schema = pa.schema([pa.field(x.name, x.type) for x in file_schema])
+        if schema is None:
+            schema = file_schema
+        elif file_schema != schema:
+            return None
+    if schema is None:
+        return target.empty_table()
+    by_lower: dict[str, list[str]] = {}
+    for name in schema.names:
+        by_lower.setdefault(name.lower(), []).append(name)
+    columns, names = [], []
+    for f in target:
+        found = by_lower.get(f.name.lower(), [])
+        if len(found) > 1:
+            return None
+        if found:
+            if not _same_values(schema.field(found[0]).type, f.type):
+                return None
+            columns.append(found[0])
+            names.append(f.name)
+    # ParquetFile rather than read_table: the latter loads pyarrow.dataset, and with it pandas.
+    parts = [pq.ParquetFile(f).read(columns=columns) for f in files]
+    data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return data.rename_columns(names)
+
+
+def upsert_in_driver(table: Table, data: pa.Table, base: Snapshot | None, commit_user: str | None,
+                     commit_identifier: int | None) -> tuple[Snapshot | None, dict[str, int], dict[str, float]]:
+    """Write `data` as +I rows of new level-0 files and commit once: (new snapshot or None, rows, seconds)."""
+    started = time.monotonic()
+    messages = table.new_write().write(data, base_snapshot=base, duplicates="error", what="the MERGE source")
+    seconds = {"write": round(time.monotonic() - started, 3)}
+    rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
+    if not messages:
+        return None, rows, seconds
+    started = time.monotonic()
+    snap = table.commit(messages, commit_user, commit_identifier, "APPEND",
+                        base_snapshot_id=base.id if base is not None else 0)
+    seconds["commit"] = round(time.monotonic() - started, 3)
+    return snap, rows, seconds
