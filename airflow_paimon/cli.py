@@ -13,11 +13,12 @@ printed are UTC too. Errors print one line on stderr and exit with status 1 (2 f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 ENV_WAREHOUSE = "PAIMON_WAREHOUSE"
 PROG = "airflow-paimon"
@@ -145,15 +146,18 @@ def _table(args: argparse.Namespace):
     return Catalog(warehouse).get_table(args.table)
 
 
-def _progress():
+@contextlib.contextmanager
+def _progress() -> Iterator[Any]:
+    """A progress line on stderr while the block runs (None when stderr is not a terminal), cleared after."""
     from airflow_paimon.format.cleanup import tty_progress
-    return tty_progress(sys.stderr)
 
-
-def _end_progress(progress) -> None:
-    if progress is not None:
-        sys.stderr.write("\r\x1b[2K")
-        sys.stderr.flush()
+    progress = tty_progress(sys.stderr)
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
 
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
@@ -265,12 +269,9 @@ def cmd_tag_rename(args: argparse.Namespace) -> int:
 def cmd_expire_snapshots(args: argparse.Namespace) -> int:
     table = _table(args)
     older = parse_time(args.older_than) if args.older_than is not None else None
-    progress = _progress()
-    try:
+    with _progress() as progress:
         result = table.expire_snapshots(retain_min=args.retain_min, retain_max=args.retain_max, older_than=older,
                                         max_deletes=args.max_deletes, dry_run=args.dry_run, progress=progress)
-    finally:
-        _end_progress(progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -279,11 +280,8 @@ def cmd_expire_tags(args: argparse.Namespace) -> int:
     table = _table(args)
     from airflow_paimon.format.cleanup import tags_to_expire
     reasons = {t.name: why for t, why in tags_to_expire(table)}
-    progress = _progress()
-    try:
+    with _progress() as progress:
         result = table.expire_tags(dry_run=args.dry_run, progress=progress)
-    finally:
-        _end_progress(progress)
     if args.json:
         doc = result.to_dict()
         doc["reasons"] = {n: reasons.get(n) for n in result.tags}
@@ -305,11 +303,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     target: Any = text
     if not (is_tag or text.isdigit()):
         target = dt.datetime.fromtimestamp(parse_time(text) / 1000, dt.timezone.utc)
-    progress = _progress()
-    try:
+    with _progress() as progress:
         result = table.rollback(target, dry_run=args.dry_run, progress=progress)
-    finally:
-        _end_progress(progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -317,11 +312,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
     table = _table(args)
     older = parse_time(args.older_than) if args.older_than is not None else None
-    progress = _progress()
-    try:
+    with _progress() as progress:
         result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
-    finally:
-        _end_progress(progress)
     if args.json:
         _print_json(result.to_dict())
         return 0

@@ -65,22 +65,8 @@ class CompactOperator(PaimonSparkSubmitOperator):
 
     def collect_result(self, context: Context, spec: dict[str, Any]) -> Any:
         printed = super().collect_result(context, spec) or {}
-        result = {"target": spec["target"], "commit_user": spec["commit_user"],
-                  "commit_identifier": spec["commit_identifier"]}
-        result.update({k: v for k, v in printed.items()
-                       if k in ("status", "buckets", "files_before", "files_after", "level", "snapshot_id")})
-        try:
-            snap = self.paimon_hook().get_table(spec["target"]).snapshot_manager.find_commit(
-                spec["commit_user"], spec["commit_identifier"])
-        except Exception as e:  # noqa: BLE001
-            self.log.warning("Could not look up the compaction's snapshot: %s", e)
-            return result
-        if snap is not None:
-            result["snapshot_id"] = snap.id
-            result.setdefault("status", "committed")
-        else:
-            result.setdefault("status", "no_changes")
-        return result
+        return self.committed_result(spec, spec["commit_identifier"], printed,
+                                     ("status", "buckets", "files_before", "files_after", "level", "snapshot_id"))
 
 
 def _older_than_args(value: Any) -> dict[str, Any]:

@@ -174,6 +174,27 @@ class PaimonSparkSubmitOperator(SparkSubmitOperator):
         lines = getattr(self._hook, "_last_submit_log_lines", None) or []
         return parse_result(lines)
 
+    def committed_result(self, spec: dict[str, Any], identifier: int, printed: dict[str, Any],
+                         keys: Sequence[str]) -> dict[str, Any]:
+        """The XCom of an application that commits once: its printed `keys`, with the snapshot read back from
+        the table, which holds the truth even when the output was lost (a retry after the commit landed)."""
+        result = {"target": spec["target"], "commit_user": spec["commit_user"], "commit_identifier": identifier}
+        result.update({k: v for k, v in printed.items() if k in keys})
+        try:
+            snap = self.paimon_hook().get_table(spec["target"]).snapshot_manager.find_commit(
+                spec["commit_user"], identifier)
+        except Exception as e:  # noqa: BLE001 - the job itself succeeded; the lookup is informational
+            self.log.warning("Could not look up the snapshot of %s/%s: %s", spec["commit_user"], identifier, e)
+            return result
+        if snap is not None:
+            result["snapshot_id"] = snap.id
+            result.setdefault("status", "committed")
+        else:
+            result.setdefault("status", "no_changes")
+        self.log.info("%s into %s: %s (snapshot %s)", type(self).__name__, spec["target"], result["status"],
+                      result.get("snapshot_id"))
+        return result
+
 
 class MergeIncrementalOperator(PaimonSparkSubmitOperator):
     """MERGE a source (files, a Paimon table or its changes between two snapshots/tags, or a SQL query) into a
@@ -264,18 +285,4 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         ident = spec["commit_identifier"]
         if spec.get("reapply"):
             ident = reapply_identifier(ident, spec["reapply_token"])
-        result = {"target": spec["target"], "commit_user": spec["commit_user"], "commit_identifier": ident}
-        result.update({k: v for k, v in printed.items() if k in ("status", "rows", "mode", "snapshot_id")})
-        try:
-            table = self.paimon_hook().get_table(spec["target"])
-            snap = table.snapshot_manager.find_commit(spec["commit_user"], ident)
-        except Exception as e:  # noqa: BLE001 - the merge itself succeeded; the lookup is informational
-            self.log.warning("Could not look up the merge's snapshot: %s", e)
-            return result
-        if snap is not None:
-            result["snapshot_id"] = snap.id
-            result.setdefault("status", "committed")
-        else:
-            result.setdefault("status", "no_changes")
-        self.log.info("Merge into %s: %s (snapshot %s)", spec["target"], result["status"], result.get("snapshot_id"))
-        return result
+        return self.committed_result(spec, ident, printed, ("status", "rows", "mode", "engine", "snapshot_id"))

@@ -422,6 +422,11 @@ def _driver_upsert(spec: MergeSpec, table: Table, base: Any, user: str | None, i
                   source={"kind": "files", "path": spec.source if isinstance(spec.source, str)
                           else spec.source.get("path"), "format": "parquet", "files": len(files)},
                   timings=dict(seconds, plan=round(planned - started, 3)))
+    return _finished(result, snap, base, started)
+
+
+def _finished(result: dict[str, Any], snap: Any, base: Any, started: float) -> dict[str, Any]:
+    """`result` with the outcome of a merge that ran (committed `snap`, or nothing to commit) and its time."""
     if snap is None:
         result.update(status="no_changes", snapshot_id=base.id if base is not None else None)
     else:
@@ -503,12 +508,7 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
     result["timings"] = dict(res.seconds, plan=round(planned - started, 3))
     result["target_splits_read"] = stats.splits.value
     result["target_rows_read"] = stats.rows.value
-    if snap is None:
-        result.update(status="no_changes", snapshot_id=base.id if base is not None else None)
-    else:
-        result.update(status="committed", snapshot_id=snap.id)
-    result["seconds"] = round(time.monotonic() - started, 3)
-    return result
+    return _finished(result, snap, base, started)
 
 
 def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any, source: DataFrame,
