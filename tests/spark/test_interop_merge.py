@@ -1,4 +1,5 @@
-"""Tables merged and compacted on Spark read identically in pypaimon (Apache Paimon's own Python package)."""
+"""Tables merged (on Spark and by the merge driver) and compacted read identically in pypaimon (Apache Paimon's own
+Python package)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def test_merged_and_compacted_tables_read_identically_in_pypaimon(spark, warehou
           clauses=[matched_delete(condition="s.status = 'gone'"),
                    matched_update(set={"amount": "s.amount + t.amount", "status": "s.status"}),
                    not_matched_insert(), not_matched_by_source_delete(condition="t.amount > 1500")])
+    upsert = merge(spark, cat, write_source(tmp_path, [row(i, 3) for i in range(150, 170)], "s3.parquet"), ident=3,
+                   driver_bytes=64 << 20)
+    assert upsert["engine"] == "driver"                                                        # no Spark job
     cat.get_table("db.t").create_tag("merged")
     run_compaction(spark, {"target": "db.t", "warehouse": cat.warehouse})
     table = cat.get_table("db.t")
