@@ -69,17 +69,6 @@ def _local_naive_to_utc(value: dt.datetime | None) -> str | None:
     return _utc(int(value.astimezone().timestamp() * 1000))
 
 
-def _human_bytes(n: int | None) -> str:
-    if n is None:
-        return ""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------------------------
@@ -196,6 +185,8 @@ def cmd_tags(args: argparse.Namespace) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
+    from airflow_paimon.format.cleanup import human_bytes
+
     table = _table(args)
     data = table.system_table("files", snapshot_id=args.snapshot, tag=args.tag)
     rows = data.to_pylist()
@@ -207,7 +198,7 @@ def cmd_files(args: argparse.Namespace) -> int:
     for r in rows:
         path = r["file_path"]
         out.append({"partition": r["partition"], "bucket": r["bucket"], "level": r["level"],
-                    "records": r["record_count"], "size": _human_bytes(r["file_size_in_bytes"]),
+                    "records": r["record_count"], "size": human_bytes(r["file_size_in_bytes"]),
                     "file": path[len(prefix):] if path.startswith(prefix) else path})
     _listing(args, ["partition", "bucket", "level", "records", "size", "file"], out, "no data files")
     return 0
@@ -310,6 +301,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
+    from airflow_paimon.format.cleanup import human_bytes
+
     table = _table(args)
     older = parse_time(args.older_than) if args.older_than is not None else None
     with _progress() as progress:
@@ -319,7 +312,7 @@ def cmd_remove_orphans(args: argparse.Namespace) -> int:
         return 0
     print(result.summary())
     for f in result.files:
-        print(f"  {f.path}  ({_human_bytes(f.size)}, modified {_utc(f.mtime_ms)})")
+        print(f"  {f.path}  ({human_bytes(f.size)}, modified {_utc(f.mtime_ms)})")
     return 0
 
 

@@ -103,7 +103,7 @@ class CleanupResult:
         if self.tags:
             parts.append(f"{len(self.tags)} tag(s) {', '.join(self.tags)}")
         parts.append(f"{len(self.data_files)} data file(s), {len(self.changelog_files)} changelog file(s), "
-                     f"{len(self.metadata_files)} metadata file(s), {_human_bytes(self.bytes_freed)}")
+                     f"{len(self.metadata_files)} metadata file(s), {human_bytes(self.bytes_freed)}")
         text = f"{self.operation}: {verb} " + "; ".join(parts)
         if self.rolled_back_to is not None:
             text += f"; latest snapshot is now {self.rolled_back_to}"
@@ -153,10 +153,13 @@ class OrphanResult:
     def summary(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
         return (f"remove-orphan-files: scanned {self.scanned} file(s), {verb} {len(self.files)} orphan file(s), "
-                f"{_human_bytes(self.bytes_freed)}")
+                f"{human_bytes(self.bytes_freed)}")
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int | None) -> str:
+    """`n` bytes for people: ``512 B``, ``3.4 MiB``; empty for an unknown size."""
+    if n is None:
+        return ""
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":

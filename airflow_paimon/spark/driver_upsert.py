@@ -52,9 +52,9 @@ def local_parquet_files(source: Any, source_format: str, source_options: Mapping
     if "://" in path or not os.path.exists(path):
         return None
     if os.path.isfile(path):
-        files = [path]
+        files, size = [path], os.path.getsize(path)
     else:
-        files = []
+        files, size = [], 0
         with os.scandir(path) as entries:
             for entry in entries:
                 if entry.name.startswith(_SKIPPED_PREFIXES) or entry.name.endswith(_SKIPPED_SUFFIX):
@@ -62,10 +62,9 @@ def local_parquet_files(source: Any, source_format: str, source_options: Mapping
                 if not entry.is_file():
                     return None
                 files.append(entry.path)
+                size += entry.stat().st_size
         files.sort()
-    if sum(os.path.getsize(f) for f in files) > max_bytes:
-        return None
-    return files
+    return files if size <= max_bytes else None
 
 
 def _same_values(source: pa.DataType, target: pa.DataType) -> bool:
@@ -79,22 +78,9 @@ def _same_values(source: pa.DataType, target: pa.DataType) -> bool:
     return False
 
 
-def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
-    """The rows of `files`, columns renamed to the target's names; None when the files' schemas differ or a
-    column would need a cast whose result could differ from Spark's (Spark then reads the source)."""
-    schema = None
-    for f in files:
-        try:
-            file_schema = pq.read_schema(f)
-        except (pa.ArrowInvalid, OSError):
-            return None
-        file_schema = pa.schema([pa.field(x.name, x.type) for x in file_schema])
-        if schema is None:
-            schema = file_schema
-        elif file_schema != schema:
-            return None
-    if schema is None:
-        return target.empty_table()
+def _columns_to_read(schema: pa.Schema, target: pa.Schema) -> tuple[list[str], list[str]] | None:
+    """The source columns that feed target columns, and those target names (Spark resolves names ignoring
+    case); None when a name is ambiguous or a type needs a cast whose result could differ from Spark's."""
     by_lower: dict[str, list[str]] = {}
     for name in schema.names:
         by_lower.setdefault(name.lower(), []).append(name)
@@ -108,10 +94,34 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
                 return None
             columns.append(found[0])
             names.append(f.name)
-    # ParquetFile rather than read_table: the latter loads pyarrow.dataset, and with it pandas.
-    parts = [pq.ParquetFile(f).read(columns=columns) for f in files]
+    return columns, names
+
+
+def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
+    """The rows of `files`, columns renamed to the target's names; None when the files' schemas differ or a
+    column cannot be read as Spark would (Spark then reads the source)."""
+    schema = None
+    parts = []
+    for f in files:
+        # ParquetFile rather than read_table: the latter loads pyarrow.dataset, and with it pandas.
+        try:
+            parquet = pq.ParquetFile(f)
+        except (pa.ArrowInvalid, OSError):
+            return None
+        with parquet:
+            file_schema = pa.schema([pa.field(x.name, x.type) for x in parquet.schema_arrow])
+            if schema is None:
+                schema = file_schema
+                plan = _columns_to_read(schema, target)
+                if plan is None:
+                    return None
+            elif file_schema != schema:
+                return None
+            parts.append(parquet.read(columns=plan[0]))
+    if schema is None:
+        return target.empty_table()
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    return data.rename_columns(names)
+    return data.rename_columns(plan[1])
 
 
 def upsert_in_driver(table: Table, data: pa.Table, base: Snapshot | None, commit_user: str | None,

@@ -66,3 +66,27 @@ def airflow_db(airflow_home: Path) -> Path:
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
     shutil.rmtree(_HOME, ignore_errors=True)
+
+
+@pytest.fixture
+def now(monkeypatch):
+    """Freeze the tag operators' and sensors' clock: ``now(t)`` sets it (default: long after every period used)."""
+    import pendulum
+
+    from airflow_paimon.operators import tags as tag_ops
+
+    def set_now(value: pendulum.DateTime) -> None:
+        monkeypatch.setattr(tag_ops, "_utcnow", lambda: value)
+
+    set_now(pendulum.datetime(2026, 11, 20, tz="UTC"))
+    return set_now
+
+
+@pytest.fixture
+def warehouse(tmp_path, monkeypatch):
+    """An empty warehouse that ``paimon_default`` points to."""
+    from tests.e2e.tables import connection_json
+
+    path = str(tmp_path / "wh")
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", connection_json(path))
+    return path

@@ -18,9 +18,8 @@ from airflow_paimon.operators import (
     ExpireSnapshotsOperator,
     RollbackOperator,
 )
-from airflow_paimon.operators import tags as tag_ops
 from airflow_paimon.operators.tags import period_of_run, table_asset_uri
-from tests.e2e.tables import commit_at, connection_json, create_table
+from tests.e2e.tables import commit_at, create_table
 
 pytestmark = pytest.mark.airflow
 
@@ -55,23 +54,6 @@ def daily(logical_date: pendulum.DateTime) -> dict:
     """A ``@daily`` cron run of Airflow 3: an empty data interval at the logical date."""
     return run_context(logical_date, logical_date, logical_date, logical_date)
 
-
-@pytest.fixture
-def now(monkeypatch):
-    """Freeze the operators' clock: ``now(t)`` sets it (default: long after every period used here)."""
-
-    def set_now(value: pendulum.DateTime) -> None:
-        monkeypatch.setattr(tag_ops, "_utcnow", lambda: value)
-
-    set_now(utc(2026, 11, 20))
-    return set_now
-
-
-@pytest.fixture
-def warehouse(tmp_path, monkeypatch):
-    path = str(tmp_path / "wh")
-    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", connection_json(path))
-    return path
 
 
 @pytest.fixture

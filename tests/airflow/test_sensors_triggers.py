@@ -12,10 +12,9 @@ import pytest
 from airflow.models.trigger import Trigger
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
 
-from airflow_paimon.operators import tags as tag_ops
 from airflow_paimon.sensors import TagSensor, TagTimeSensor
 from airflow_paimon.triggers import TagExistsTrigger, TagTimeTrigger
-from tests.e2e.tables import commit_at, commit_now, connection_json, create_table
+from tests.e2e.tables import commit_at, commit_now, create_table
 
 pytestmark = pytest.mark.airflow
 
@@ -32,21 +31,6 @@ def daily(logical_date: pendulum.DateTime) -> dict:
         "dag_run": types.SimpleNamespace(run_after=logical_date),
     }
 
-
-@pytest.fixture
-def now(monkeypatch):
-    def set_now(value: pendulum.DateTime) -> None:
-        monkeypatch.setattr(tag_ops, "_utcnow", lambda: value)
-
-    set_now(utc(2026, 11, 20))
-    return set_now
-
-
-@pytest.fixture
-def warehouse(tmp_path, monkeypatch):
-    path = str(tmp_path / "wh")
-    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", connection_json(path))
-    return path
 
 
 @pytest.fixture
