@@ -495,15 +495,13 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
         result["single_task"] = single
         res = write_changes(spark, table, source.select(*cols), kind_column=None, commit_user=user,
                             commit_identifier=ident, base_snapshot=base, duplicates="error",
-                            num_tasks=spec.num_tasks, single_task=single, what="the MERGE source")
+                            num_tasks=spec.num_tasks, single_task=single, what="the MERGE source",
+                            look_for_commit=False)
     else:
         result["mode"] = "merge"
         res = _general_merge(spark, spec, table, base, source, on, clauses, seq_fields, stats, user, ident, result,
                              info)
     snap = res.snapshot
-    if res.already_committed:
-        result.update(status="already_committed", snapshot_id=snap.id)
-        return result
     result["rows"] = res.rows
     result["timings"] = dict(res.seconds, plan=round(planned - started, 3))
     result["target_splits_read"] = stats.splits.value
@@ -607,7 +605,7 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         return write_changes(spark, table, out, kind_column="__kind", commit_user=user, commit_identifier=ident,
                              base_snapshot=base, duplicates="error",
                              bucket_column=None if rebucket else BUCKET_COLUMN, num_tasks=spec.num_tasks,
-                             what="the MERGE output")
+                             what="the MERGE output", look_for_commit=False)
     except DuplicateKeyError:
         raise
     except Exception as e:  # noqa: BLE001

@@ -469,7 +469,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
                   base_snapshot: Any = _LATEST, duplicates: str = "error", bucket_column: str | None = None,
                   num_tasks: int | None = None, commit: bool = True, commit_kind: str = "APPEND",
                   properties: dict[str, str] | None = None, what: str = "the data",
-                  single_task: bool = False) -> WriteResult:
+                  single_task: bool = False, look_for_commit: bool = True) -> WriteResult:
     """Write the rows of `df` (table columns by name, plus `kind_column`: +I/+U/-U/-D or 0..3; absent = +I)
     and commit them once.
 
@@ -482,10 +482,12 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     * `single_task=True`: one task reads all rows, assigns their buckets and writes every bucket (no shuffle):
       for small inputs, where starting Python workers on every core costs more than the work.
     * `commit=False` writes the files and returns the messages without committing.
+    * `look_for_commit=False` skips looking for an earlier snapshot of this commit before the job, for callers
+      that just did (every look reads each retained snapshot); the commit itself still refuses a second landing.
     """
     if duplicates not in ("error", "last"):
         raise ValueError("duplicates must be 'error' or 'last'")
-    if commit and commit_user is not None and commit_identifier is not None:
+    if look_for_commit and commit and commit_user is not None and commit_identifier is not None:
         existing = table.snapshot_manager.find_commit(commit_user, int(commit_identifier))
         if existing is not None:
             return WriteResult(existing, already_committed=True)
