@@ -68,7 +68,9 @@ def periodic_tags_dag(dag_id: str, env_prefix: str, interval: str, days: int, de
     ) as dag:
         wait_until_due = TagTimeSensor(task_id="wait_until_due", deferrable=True, poke_interval=60,
                                        timeout=timedelta(days=days), **TABLE_ARGS)
-        create_tag = CreateTagOperator(task_id="create_tag", **TABLE_ARGS)
+        # One tag at a time: a backfill otherwise runs several at once, and the first asset events of a new table
+        # then race to register its asset in Airflow's database (a UNIQUE error fails all but one of them).
+        create_tag = CreateTagOperator(task_id="create_tag", max_active_tis_per_dag=1, **TABLE_ARGS)
         live_runs_only = ShortCircuitOperator(task_id="skip_expiry_in_backfills", python_callable=_not_a_backfill)
         expire = ExpireSnapshotsOperator(task_id="expire_snapshots", max_active_tis_per_dag=1, **TABLE_ARGS)
         wait_until_due >> create_tag >> live_runs_only >> expire
