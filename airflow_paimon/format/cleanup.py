@@ -810,19 +810,30 @@ def cleanup_after_tag_replace(table: "Table", old: Tag) -> CleanupResult:
 
 def tags_to_expire(table: "Table", now: Any = None) -> list[tuple[Tag, str]]:
     """(tag, reason) for tags whose retention ran out and for the oldest periodic tags beyond
-    `tag.num-retained-max` (periodic: named by the table's period formatter, see periods.py)."""
+    `tag.num-retained-max` (periodic: named by the table's period formatter, see periods.py; on a table Paimon
+    auto-tags, its auto tags on the oldest snapshots, see auto_tags.py)."""
+    from .auto_tags import AutoTagRule, retained_max_surplus
     from .periods import PeriodSpec
-    spec = PeriodSpec.from_options(table.options())
+    options = table.options()
+    auto = AutoTagRule.from_options(options)
+    spec = PeriodSpec.from_options(options) if auto is None else None
     now_local = local_now() if now is None else to_local_naive(now)
     out: list[tuple[Tag, str]] = []
     remaining: list[Tag] = []
-    for tag in table.tags.list():
+    tags = table.tags.list()
+    for tag in tags:
         expires = tag.expires_at
         if expires is not None and now_local > expires:
             out.append((tag, f"retention {tag.time_retained} ran out at {expires.isoformat(sep=' ')}"))
         else:
             remaining.append(tag)
-    if spec.num_retained_max is not None:
+    if auto is not None:
+        # Paimon counts before it expires by time (TagAutoManager runs creation, then TagTimeExpire).
+        timed_out = {t.name for t, _ in out}
+        for tag in retained_max_surplus(auto, tags):
+            if tag.name not in timed_out:
+                out.append((tag, f"more than tag.num-retained-max = {auto.num_retained_max} auto-created tags"))
+    elif spec.num_retained_max is not None:
         periodic = []
         for tag in remaining:
             period = spec.parse_tag_name(tag.name)

@@ -50,6 +50,7 @@ __all__ = [
     "OPT_PROCESS_TIME_ZONE",
     "OPT_WATERMARK_TIME_ZONE",
     "Period",
+    "PeriodMismatchError",
     "PeriodSpec",
     "format_duration",
     "parse_create_time",
@@ -309,6 +310,10 @@ def _as_instant(value: _dt.datetime, what: str) -> _dt.datetime:
 # ---------------------------------------------------------------------------------------------------------
 
 
+class PeriodMismatchError(ValueError):
+    """A run's data interval is not one period of the table's calendar."""
+
+
 @dataclass(frozen=True)
 class Period:
     """One period: the instants ``[start, end)``, both aware pendulum DateTimes in the spec's time zone."""
@@ -547,10 +552,12 @@ class PeriodSpec:
     def period_for_interval(self, start: _dt.datetime | None, end: _dt.datetime | None) -> Period:
         """The period an Airflow run is about.
 
-        A non-empty data interval ``[start, end)`` is about the period containing ``start``. An empty or
-        missing interval (a trigger-style schedule such as ``@daily`` in Airflow 3, where ``start == end ==
-        logical date``) is about the last whole period ending at or before ``end`` (or ``start`` when only
-        it is given): the period that just ended.
+        A non-empty data interval ``[start, end)`` must be one period of this calendar exactly, and is about
+        that period; any other interval raises :class:`PeriodMismatchError` (a schedule whose periods differ
+        from the table's would otherwise tag the wrong period, or the same one twice, and never the others).
+        An empty or missing interval (a trigger-style schedule such as ``@daily`` in Airflow 3, where
+        ``start == end == logical date``) is about the last whole period ending at or before ``end`` (or
+        ``start`` when only it is given): the period that just ended.
         """
         if start is not None and end is not None:
             start = _as_instant(start, "the data interval start")
@@ -558,7 +565,16 @@ class PeriodSpec:
             if end < start:
                 raise ValueError(f"the data interval ends ({end.isoformat()}) before it starts ({start.isoformat()})")
             if start < end:
-                return self.period_containing(start)
+                period = self.period_containing(start)
+                if period.start != start or period.end != end:
+                    local = self.timezone
+                    raise PeriodMismatchError(
+                        f"the data interval [{pendulum.instance(start).in_timezone(local).isoformat()}, "
+                        f"{pendulum.instance(end).in_timezone(local).isoformat()}) is not one period of the "
+                        f"table's calendar ({self.describe()}); its start lies in the period {period}, "
+                        f"tag {self.tag_name(period)!r}"
+                    )
+                return period
             return self.last_period_ending_at_or_before(end)
         reference = end if end is not None else start
         if reference is None:

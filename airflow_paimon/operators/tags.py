@@ -26,10 +26,11 @@ from urllib.parse import urlsplit
 
 import pendulum
 from airflow.sdk import Asset, AssetAlias, BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_paimon.format.errors import PaimonError, TagNotFoundError
-from airflow_paimon.format.periods import Period, PeriodSpec
+from airflow_paimon.format.period_tags import SKIPPED, WAIT, plan_period_tag
+from airflow_paimon.format.periods import Period, PeriodMismatchError, PeriodSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 
 if TYPE_CHECKING:
@@ -151,15 +152,27 @@ def _snapshot_time(snapshot: Any) -> str:
 
 
 def run_period(spec: PeriodSpec, context: Context) -> Period:
-    """:func:`period_of_run` for the run of a task's ``context``."""
+    """:func:`period_of_run` for the run of a task's ``context``.
+
+    A run whose data interval is not one period of the table's calendar (a timetable that disagrees with the
+    table's tag options) fails at once, without retries: retrying cannot make the two agree."""
     dag_run = context.get("dag_run")
-    return period_of_run(
-        spec,
-        data_interval_start=context.get("data_interval_start"),
-        data_interval_end=context.get("data_interval_end"),
-        logical_date=context.get("logical_date"),
-        run_after=getattr(dag_run, "run_after", None),
-    )
+    try:
+        return period_of_run(
+            spec,
+            data_interval_start=context.get("data_interval_start"),
+            data_interval_end=context.get("data_interval_end"),
+            logical_date=context.get("logical_date"),
+            run_after=getattr(dag_run, "run_after", None),
+        )
+    except PeriodMismatchError as exc:
+        timetable = getattr(context.get("dag"), "timetable", None)
+        schedule = f"the DAG's schedule {timetable!r} ({getattr(timetable, 'description', None)})"
+        raise AirflowFailException(
+            f"{exc}. The run comes from {schedule}: schedule the DAG with "
+            f"TagPeriodTimetable(create_time={spec.create_time_text!r}, interval='{spec.interval_days}d', "
+            f"timezone={spec.timezone_name!r}), which matches the table's options"
+        ) from exc
 
 
 def _fail(exc: Exception) -> AirflowFailException:
@@ -289,30 +302,34 @@ class CreateTagOperator(PaimonTableOperator):
         time_retained = None if self._blank(self.time_retained) else self.time_retained
 
         period: Period | None = None
-        due = None
+        due: dt.datetime | None = None
+        plan = None
         if name is None:
             # The run's periodic tag: its name, and (unless a snapshot is given) its snapshot.
             try:
                 spec = PeriodSpec.from_options(table.options())
+                period = run_period(spec, context)
+                name = spec.tag_name(period)
+                due = spec.creation_instant(period)
+                if snapshot_id is None and as_of is None:
+                    plan = plan_period_tag(table, spec, period, _utcnow())
             except (PaimonError, ValueError) as exc:
                 raise _fail(exc) from exc
-            period = run_period(spec, context)
-            due = spec.creation_instant(period)
-            name = spec.tag_name(period)
-            self.log.info(
-                "Run period [%s, %s) of %s: tag %r, due at %s (%s)",
-                period.start.isoformat(), period.end.isoformat(), table.identifier, name, due.isoformat(),
-                spec.describe(),
-            )
-            if snapshot_id is None and as_of is None:
-                now = _utcnow()
-                if now < due:
+            if plan is None:
+                self.log.info("Run period %s of %s: tag %r (%s)", period, table.identifier, name, spec.describe())
+            else:
+                self.log.info(
+                    "Run period %s of %s: tag %r, due at %s (%s): %s",
+                    period, table.identifier, name, plan.due.isoformat(), plan.rule, plan.message,
+                )
+                if plan.status == WAIT:
                     raise AirflowException(
-                        f"the tag {name!r} of {table.identifier} is not due until {due.isoformat()} "
-                        f"(period end + tag.create-time); it is {now.isoformat()}. Wait for it with a "
-                        f"TagTimeSensor before this task, or schedule the DAG with TagPeriodTimetable"
+                        f"{plan.message}. Wait for it with a TagTimeSensor before this task, or schedule the DAG "
+                        "with TagPeriodTimetable"
                     )
-                as_of = due
+                if plan.status == SKIPPED:
+                    raise AirflowSkipException(plan.message)
+                snapshot_id = plan.snapshot.id
 
         tags = table.tags
         try:
