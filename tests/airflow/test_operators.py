@@ -8,7 +8,7 @@ import types
 import pendulum
 import pytest
 from airflow.sdk import Asset, AssetAlias
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
 from airflow_paimon.format.periods import PeriodMismatchError, PeriodSpec
@@ -211,6 +211,52 @@ def test_a_tag_that_is_not_due_yet_is_refused(table, now):
     assert table.tags.names() == []
     now(utc(2026, 11, 12, 2, 30))
     assert CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))["tag"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tables Paimon auto-tags (tag.automatic-creation = process-time): Paimon's rule, not tag.create-time's
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def flink_table(warehouse):
+    """A table Flink tags daily (process-time, 10 min delay), with commits (UTC):
+
+    s1 11-01 10:00, s2 11-02 00:05 (inside the delay), s3 11-02 00:12, s4 11-02 12:00, nothing on 11-03 and
+    11-04 until s5 11-05 00:05, s6 11-06 00:30. Paimon's TagAutoCreation tags 10-31 on s1 (its first
+    snapshot), 11-01 on s3 (the first at or after 11-02 00:10), 11-04 on s5 (11-05 00:05 - 10 min >= 11-03, and
+    floor(11-05) - 1 day = 11-04), 11-05 on s6; 11-02 and 11-03 get none.
+    """
+    t = create_table(warehouse, "db.flink", {"tag.automatic-creation": "process-time", "tag.creation-delay": "10 min"})
+    t.snapshot_ids = {
+        "s1": commit_at(t, utc(2026, 11, 1, 10), 1),
+        "s2": commit_at(t, utc(2026, 11, 2, 0, 5), 2),
+        "s3": commit_at(t, utc(2026, 11, 2, 0, 12), 3),
+        "s4": commit_at(t, utc(2026, 11, 2, 12), 4),
+        "s5": commit_at(t, utc(2026, 11, 5, 0, 5), 5),
+        "s6": commit_at(t, utc(2026, 11, 6, 0, 30), 6),
+    }
+    return t
+
+
+def test_paimons_own_tag_for_the_period_is_accepted(flink_table, now):
+    # Flink already made 2026-11-01, on the first snapshot at or after 11-02 00:10 (s3, not s2).
+    flink_table.tags.create("2026-11-01", snapshot_id=flink_table.snapshot_ids["s3"])
+    result = CreateTagOperator(task_id="tag", table="db.flink").execute(daily(utc(2026, 11, 2)))
+    assert (result["tag"], result["status"], result["snapshot_id"]) == ("2026-11-01", "unchanged", 3)
+
+
+def test_auto_tagged_table_gets_paimons_tags(flink_table, now):
+    op = CreateTagOperator(task_id="tag", table="db.flink")
+    results = {day: op.execute(daily(utc(2026, 11, day + 1))) for day in (5, 1, 4)}  # in any order
+    assert {r["tag"]: r["snapshot_id"] for r in results.values()} == {"2026-11-01": 3, "2026-11-04": 5,
+                                                                      "2026-11-05": 6}
+    for day in (2, 3):
+        with pytest.raises(AirflowSkipException, match=f"Paimon makes no tag '2026-11-0{day}'.*makes '2026-11-04'"):
+            op.execute(daily(utc(2026, 11, day + 1)))
+    with pytest.raises(AirflowException, match="no snapshot of db.flink committed at or after 2026-11-07 00:10"):
+        op.execute(daily(utc(2026, 11, 7)))
+    assert sorted(flink_table.tags.names()) == ["2026-11-01", "2026-11-04", "2026-11-05"]
 
 
 def test_named_tag_on_a_templated_snapshot_id(table, now):
