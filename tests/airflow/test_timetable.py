@@ -248,3 +248,54 @@ def test_usable_as_a_dag_schedule():
     with DAG("paimon_tags", schedule=timetable, start_date=berlin(2026, 11, 1)) as dag:
         pass
     assert dag.timetable is timetable
+
+
+def _backfill_periods(timetable: TagPeriodTimetable, from_date: str, to_date: str) -> list[str]:
+    """The periods (first local days) that ``airflow backfill create --from-date --to-date`` runs: the CLI
+    parses both dates with its own argument type, and the backfill iterates the serialized DAG's runs."""
+    from airflow.cli.cli_config import ARG_BACKFILL_FROM_DATE, ARG_BACKFILL_TO_DATE
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = DAG("backfill_range", schedule=timetable, start_date=utc(2026, 1, 1))
+    serialized = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+    start = ARG_BACKFILL_FROM_DATE.kwargs["type"](from_date)
+    end = ARG_BACKFILL_TO_DATE.kwargs["type"](to_date)
+    tz = timetable.spec.timezone
+    return [
+        info.data_interval.start.in_timezone(tz).format("ddd YYYY-MM-DD")
+        for info in serialized.iter_dagrun_infos_between(start, end)
+    ]
+
+
+def test_backfill_dates_are_utc_unless_they_carry_an_offset():
+    berlin_daily = TagPeriodTimetable(interval="1d", timezone=BERLIN)
+    # 2026-11-11 is read as 00:00 UTC (01:00 in Berlin): Berlin's period 2026-11-11 began before it.
+    assert _backfill_periods(berlin_daily, "2026-11-11", "2026-11-12") == ["Thu 2026-11-12"]
+    assert _backfill_periods(berlin_daily, "2026-11-11T00:00+01:00", "2026-11-12T00:00+01:00") == [
+        "Wed 2026-11-11", "Thu 2026-11-12"
+    ]
+
+
+def test_seven_day_periods_start_on_thursdays():
+    # 1970-01-01, day 0 of the grid, was a Thursday.
+    weekly = TagPeriodTimetable(interval="7d")
+    assert _backfill_periods(weekly, "2026-11-01", "2026-11-30") == [
+        "Thu 2026-11-05", "Thu 2026-11-12", "Thu 2026-11-19", "Thu 2026-11-26"
+    ]
+
+
+def test_a_manual_run_for_a_date_covers_the_last_period_ended_by_then():
+    """``airflow dags test DAG 2026-11-12`` (and ``dag.test(logical_date=...)``) gives the run the data
+    interval ``infer_manual_data_interval(run_after=<that date>)``; the date is read in UTC unless it carries
+    an offset."""
+    from airflow.cli.cli_config import ARG_LOGICAL_DATE_OPTIONAL
+
+    parse = ARG_LOGICAL_DATE_OPTIONAL.kwargs["type"]
+    berlin_daily = TagPeriodTimetable(interval="1d", timezone=BERLIN)
+    for date in ("2026-11-12", "2026-11-12T02:30+01:00"):
+        interval = berlin_daily.infer_manual_data_interval(run_after=parse(date))
+        assert interval == DataInterval(berlin(2026, 11, 11), berlin(2026, 11, 12)), date
+    # 2026-11-11T23:30 UTC is already 00:30 on 2026-11-12 in Berlin: the period of 2026-11-11 has ended.
+    assert berlin_daily.infer_manual_data_interval(run_after=parse("2026-11-11T23:30")).start == berlin(2026, 11, 11)
+    assert berlin_daily.infer_manual_data_interval(run_after=parse("2026-11-11T22:30")).start == berlin(2026, 11, 10)
