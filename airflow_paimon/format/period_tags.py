@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .table import Table
 
-__all__ = ["PeriodTagPlan", "plan_period_tag"]
+__all__ = ["READY", "SKIPPED", "WAIT", "PeriodTagPlan", "plan_period_tag"]
 
 READY = "ready"
 WAIT = "wait"

@@ -15,7 +15,8 @@ A table's periodic tags follow these rules (see "Periodic tags" in ARCHITECTURE.
 
 Tables that Paimon already tags automatically (``tag.automatic-creation`` = ``process-time`` or
 ``watermark`` with the ``daily`` ``tag.creation-period``) map onto the same calendar: one-day periods whose
-tags are due at midnight + ``tag.creation-delay``, named exactly as Paimon names them.
+tags are due at midnight + ``tag.creation-delay``, named exactly as Paimon names them. Which snapshot such a
+tag goes on is Paimon's rule, not the one above (``auto_tags.py``, ``period_tags.py``).
 
 Pure Python on pendulum and the standard library: no Airflow, no Spark.
 """
@@ -454,8 +455,8 @@ class PeriodSpec:
             period = (period_raw or "daily").strip().lower()
             if period in ("hourly", "two-hours"):
                 raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATION_PERIOD}': {period_raw!r}: only daily "
-                    f"periods are supported for periodic tags"
+                    f"invalid value for table option '{OPT_CREATION_PERIOD}': {period_raw!r}: DAG runs of "
+                    f"periodic tags support only daily periods (tag expiry handles every Paimon period)"
                 )
             if period != "daily":
                 raise InvalidOptionError(

@@ -7,13 +7,16 @@ The periodic tag of a run (see "Periodic tags" in ARCHITECTURE.md): the table's 
 (``tag.create-time``, ``tag.create-interval``, ``sink.process-time-zone``, ``tag.period-formatter``, or
 Paimon's ``tag.automatic-creation`` options) give its calendar. The run covers
 
-* the period containing its data interval, when the interval is not empty (``TagPeriodTimetable``, or a cron
-  timetable with data intervals);
+* the period that is its data interval, when the interval is not empty (``TagPeriodTimetable``, or a cron
+  timetable with data intervals); an interval that is not exactly one period of the table's calendar fails the
+  task at once (the DAG's schedule disagrees with the table's tag options);
 * otherwise the last whole period ending at or before its logical date (or ``run_after`` when it has none):
   a ``@daily`` run of Airflow 3 (start == end == logical date 2026-11-12 00:00) tags the period of 2026-11-11.
 
 The tag is named after the period's first day and points at the latest snapshot committed at or before the
-period's creation instant (period end + ``tag.create-time``), so a backfill tags what a live run would have.
+period's creation instant (period end + ``tag.create-time``), so a backfill tags what a live run would have. On
+a table Paimon auto-tags (``tag.automatic-creation``) it follows Paimon's rule instead (see
+``airflow_paimon.format.period_tags``): Paimon's tag is accepted, an idle period is skipped.
 """
 
 from __future__ import annotations
@@ -217,7 +220,9 @@ class CreateTagOperator(PaimonTableOperator):
     With neither ``tag_name`` nor ``snapshot_id``/``as_of``, the tag of the run's period is created (see the
     module docstring): named after the period, on the latest snapshot committed at or before the period's
     creation instant. The task fails, changing nothing, when that instant is still ahead (put a
-    :class:`~airflow_paimon.sensors.tags.TagTimeSensor` before it) or when that snapshot has expired.
+    :class:`~airflow_paimon.sensors.tags.TagTimeSensor` before it) or when that snapshot has expired. On a
+    table Paimon auto-tags, the tag goes where Paimon's ``TagAutoCreation`` puts it; the task is skipped for a
+    period Paimon leaves without a tag.
 
     ``tag_name`` overrides the name, ``snapshot_id`` or ``as_of`` (a point in time) the snapshot; a named tag
     without either points at the latest snapshot.
