@@ -163,7 +163,7 @@ class TagPeriodTimetable(Timetable):
         )
 
     def period_of(self, data_interval: DataInterval) -> Period:
-        """The period of a run's data interval."""
+        """The period of a run's data interval (``PeriodMismatchError`` when it is not one of this calendar)."""
         return self._spec.period_for_interval(data_interval.start, data_interval.end)
 
     def _first_period_starting_at_or_after(self, instant: _dt.datetime) -> Period:

@@ -444,6 +444,19 @@ def test_period_for_interval_errors():
         spec.period_containing("2026-11-12")  # type: ignore[arg-type]
 
 
+def test_period_for_interval_needs_exactly_one_period():
+    from airflow_paimon.format.periods import PeriodMismatchError
+
+    berlin = PeriodSpec(timezone=BERLIN)
+    # The 25-hour day when daylight saving time ends is one period in Berlin...
+    start = pendulum.datetime(2026, 10, 25, tz=BERLIN)
+    assert berlin.tag_name(berlin.period_for_interval(start, start.add(days=1))) == "2026-10-25"
+    # ...but a UTC day, or 24 hours from Berlin's midnight, is not.
+    for interval in ((utc(2026, 10, 25), utc(2026, 10, 26)), (start, start.add(hours=24))):
+        with pytest.raises(PeriodMismatchError, match="is not one period of the table's calendar"):
+            berlin.period_for_interval(*interval)
+
+
 def test_two_day_periods_at_0230():
     spec = PeriodSpec(interval_days=2, create_time="02:30")
     assert (dt.date(2026, 11, 11) - EPOCH).days % 2 == 0  # 2026-11-11 starts a period
