@@ -335,6 +335,14 @@ def decide_auto_tag(table: Table, rule: AutoTagRule, tag_time: _dt.datetime) -> 
     for made, snapshot, _ in replay(rule, state, _snapshots_from(sm, state.next_snapshot, latest)):
         made_time = rule.tag_time(made)
         if made == name:
+            held = sorted(t.name for t in tags if t.snapshot.id == snapshot.id and rule.is_auto_tag(t.name))
+            if held:
+                # Paimon's TagManager refuses a second auto tag on one snapshot (validateNoAutoTag).
+                raise PaimonError(
+                    f"Paimon's rule puts auto tag {name!r} of {table.identifier} on snapshot {snapshot.id}, which "
+                    f"is already auto-tagged with {', '.join(held)}; the table's auto tags were not all made by "
+                    "this rule (options changed, or tags made by hand): delete or rename the odd one"
+                )
             return AutoTagDecision(name, "create", snapshot, None, f"Paimon tags snapshot {snapshot.id} {name!r}")
         if made_time is not None and made_time > tag_time:
             return AutoTagDecision(

@@ -131,6 +131,21 @@ def test_watermark_hourly_in_its_own_time_zone():
     }
 
 
+def test_wall_clock_days_across_the_end_of_daylight_saving_time():
+    rule = AutoTagRule.from_options(
+        {"tag.automatic-creation": "process-time", "sink.process-time-zone": "Europe/Berlin"}
+    )
+    snapshots = [
+        snapshot(1, millis(2026, 10, 24, 12)),  # 14:00 CEST -> first: 10-23
+        snapshot(2, millis(2026, 10, 24, 22, 30)),  # 10-25 00:30 CEST >= 10-24 + 1d -> 10-24
+        snapshot(3, millis(2026, 10, 25, 0, 30)),  # 02:30 CEST
+        snapshot(4, millis(2026, 10, 25, 1, 30)),  # 02:30 CET, the same wall clock again
+        snapshot(5, millis(2026, 10, 25, 22, 59, 59)),  # 23:59:59 CET, still 10-25 (a 25-hour day)
+        snapshot(6, millis(2026, 10, 25, 23)),  # 10-26 00:00 CET -> 10-25
+    ]
+    assert history(rule, snapshots) == {"2026-10-23": 1, "2026-10-24": 2, "2026-10-25": 6}
+
+
 def test_automatic_completion_fills_idle_periods_one_per_snapshot():
     rule = AutoTagRule.from_options({"tag.automatic-creation": "process-time", "tag.automatic-completion": "true"})
     snapshots = [
@@ -249,6 +264,14 @@ def test_decisions_resume_after_the_newest_earlier_auto_tag(table):
     assert (decision.status, decision.snapshot.id) == ("create", 9)
     existing = decide_auto_tag(table, rule, day(4))
     assert (existing.status, existing.snapshot.id) == ("exists", 5)
+
+
+def test_a_second_auto_tag_on_one_snapshot_is_refused(table):
+    rule = AutoTagRule.from_options(table.options())
+    # Made by hand on the snapshot where Paimon's rule puts 11-05 (TagManager.validateNoAutoTag refuses this).
+    table.tags.create("2026-11-09", snapshot_id=9)
+    with pytest.raises(PaimonError, match="snapshot 9, which is already auto-tagged with 2026-11-09"):
+        decide_auto_tag(table, rule, day(5))
 
 
 def test_expired_history_is_an_error_not_a_guess(table):
