@@ -170,7 +170,9 @@ def run_period(spec: PeriodSpec, context: Context) -> Period:
         )
     except PeriodMismatchError as exc:
         timetable = getattr(context.get("dag"), "timetable", None)
-        schedule = f"the DAG's schedule {timetable!r} ({getattr(timetable, 'description', None)})"
+        schedule = "the DAG's schedule"
+        if timetable is not None:
+            schedule += f" {timetable!r} ({getattr(timetable, 'description', None) or type(timetable).__name__})"
         raise AirflowFailException(
             f"{exc}. The run comes from {schedule}: schedule the DAG with "
             f"TagPeriodTimetable(create_time={spec.create_time_text!r}, interval='{spec.interval_days}d', "
