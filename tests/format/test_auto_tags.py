@@ -292,3 +292,41 @@ def test_expire_tags_applies_paimons_retained_max(tmp_path):
     expired = table.expire_tags()
     assert expired.tags == ["2026-11-04"]
     assert sorted(t.name for t in table.tags.list()) == ["2026-10-31", "2026-11-05", "not-auto"]
+
+
+def _watermarks(*walls: str) -> list[Snapshot]:
+    commit_time = millis(2030, 1, 1)  # the Java tests commit now; only the watermark counts
+    return [
+        snapshot(i, commit_time, int(dt.datetime.fromisoformat(w).replace(tzinfo=UTC).timestamp() * 1000))
+        for i, w in enumerate(walls, start=1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "watermarks", "expected"),
+    [
+        # TagAutoManagerTest.testTag (without its snapshot expiry, which does not change the tags)
+        (
+            {"tag.creation-period": "hourly", "tag.num-retained-max": "3"},
+            ["2023-07-18T12:12:00", "2023-07-18T12:59:00", "2023-07-18T13:00:00", "2023-07-18T14:00:00",
+             "2023-07-18T15:00:00", "2023-07-18T15:01:00", "2023-07-18T15:02:00", "2023-07-18T15:03:00",
+             "2023-07-18T15:04:00", "2023-07-18T16:00:00"],
+            {"2023-07-18 13": 4, "2023-07-18 14": 5, "2023-07-18 15": 10},
+        ),
+        # TagAutoManagerTest.testTagDelay
+        (
+            {"tag.creation-period": "hourly", "tag.creation-delay": "10 s"},
+            ["2023-07-18T12:00:09", "2023-07-18T13:00:09", "2023-07-18T13:00:10"],
+            {"2023-07-18 11": 1, "2023-07-18 12": 3},
+        ),
+        # TagAutoManagerTest.testAutoCompleteTags
+        (
+            {"tag.creation-period": "hourly", "tag.num-retained-max": "3", "tag.automatic-completion": "true"},
+            ["2024-06-26T16:12:00", "2024-06-26T18:05:00", "2024-06-26T18:10:00"],
+            {"2024-06-26 15": 1, "2024-06-26 16": 2, "2024-06-26 17": 3},
+        ),
+    ],
+)
+def test_the_same_tags_as_paimons_own_tests(options, watermarks, expected):
+    rule = AutoTagRule.from_options({"tag.automatic-creation": "watermark", **options})
+    assert history(rule, _watermarks(*watermarks)) == expected
