@@ -294,20 +294,32 @@ def test_delete_tag(table):
 def test_rollback_to_tag_and_to_snapshot_id(table):
     table.tags.create("good", snapshot_id=3)
     table.tags.create("later", snapshot_id=5)
-    dry = RollbackOperator(task_id="r", table="db.orders", to="good", dry_run=True).execute(run_context())
+    dry = RollbackOperator(task_id="r", table="db.orders", to_tag="good", dry_run=True).execute(run_context())
     assert dry["dry_run"] and sorted(dry["snapshots"]) == [4, 5]
     assert table.latest_snapshot().id == 5
 
-    result = RollbackOperator(task_id="r", table="db.orders", to="good").execute(run_context())
+    result = RollbackOperator(task_id="r", table="db.orders", to_tag="good").execute(run_context())
     assert result["rolled_back_to"] == 3
     assert result["tags"] == ["later"]
     assert table.latest_snapshot().id == 3
     assert sorted(table.read()["id"].to_pylist()) == [1, 2, 3]
 
-    RollbackOperator(task_id="r", table="db.orders", to="2").execute(run_context())
+    RollbackOperator(task_id="r", table="db.orders", to_snapshot="2").execute(run_context())
     assert table.latest_snapshot().id == 2
-    with pytest.raises(AirflowFailException, match="not a tag"):
-        RollbackOperator(task_id="r", table="db.orders", to="no-such-tag").execute(run_context())
+    with pytest.raises(AirflowFailException, match="tag 'no-such-tag' does not exist"):
+        RollbackOperator(task_id="r", table="db.orders", to_tag="no-such-tag").execute(run_context())
+
+
+def test_rollback_target_is_explicit(table):
+    with pytest.raises(ValueError, match="exactly one of to_tag, to_snapshot and to_time; got none"):
+        RollbackOperator(task_id="r", table="db.orders")
+    with pytest.raises(ValueError, match="got to_tag, to_time"):
+        RollbackOperator(task_id="r", table="db.orders", to_tag="a", to_time="2026-11-11")
+    with pytest.raises(AirflowFailException, match="in the future"):
+        RollbackOperator(task_id="r", table="db.orders", to_time="2999-01-01").execute(run_context())
+    with pytest.raises(AirflowFailException, match="dry_run must be true or false"):
+        RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe").execute(run_context())
+    assert table.latest_snapshot().id == 5
 
 
 # ---------------------------------------------------------------------------------------------------------
