@@ -98,7 +98,7 @@ class CleanupResult:
         if self.snapshots:
             parts.append(f"{len(self.snapshots)} snapshot(s) {_ranges(self.snapshots)}")
         if self.tags:
-            parts.append(f"{len(self.tags)} tag(s) {', '.join(self.tags)}")
+            parts.append(f"{len(self.tags)} tag(s) {', '.join(repr(t) for t in self.tags)}")
         parts.append(f"{len(self.data_files)} data file(s), {len(self.changelog_files)} changelog file(s), "
                      f"{len(self.metadata_files)} metadata file(s), {human_bytes(self.bytes_freed)}")
         text = f"{self.operation}: {verb} " + "; ".join(parts)

@@ -122,8 +122,8 @@ def snapshot_at(table: Table, millis: int, closest_tag: bool = False, alternativ
         raise SnapshotNotFoundError(f"{table.identifier} has no snapshot yet: nothing was committed")
     if first.id == 1:
         raise SnapshotNotFoundError(
-            f"{table.identifier} had no snapshot at {when}: its first commit (snapshot 1) was at "
-            f"{utc_text(first.time_millis)}; give a time at or after it")
+            f"{table.identifier} has no snapshot committed at or before {when}: its first commit (snapshot 1) was "
+            f"at {utc_text(first.time_millis)}; give a time at or after it")
     raise SnapshotExpiredError(
         f"the snapshots of {table.identifier} from {when} have expired: the oldest known is snapshot {first.id}, "
         f"committed {utc_text(first.time_millis)}, and no tag is older")

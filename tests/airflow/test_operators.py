@@ -176,7 +176,8 @@ def test_expired_snapshot_is_a_clear_error_and_no_tag(table, now):
     # Keep only s4 and s5: the snapshot the 2026-11-11 tag needs (s3) is gone, and so is any proof of it.
     table.expire_snapshots(retain_min=2, older_than=utc(2026, 11, 20))
     assert [s.id for s in table.snapshots()] == [table.snapshot_ids["s4"], table.snapshot_ids["s5"]]
-    with pytest.raises(AirflowFailException, match="SnapshotNotFoundError"):
+    with pytest.raises(AirflowFailException, match="SnapshotExpiredError: the snapshots of db.orders from .* have "
+                                                   "expired"):
         CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
     assert not table.tags.exists("2026-11-11")
     # The next period is still exact: s5 is retained and s4 proves nothing between them was lost.
@@ -265,7 +266,7 @@ def test_periodic_tags_beyond_num_retained_max_expire(warehouse, now):
 def test_templated_fields():
     assert set(CreateTagOperator.template_fields) >= {"table", "tag_name", "snapshot_id", "as_of", "time_retained"}
     assert "tag_name" in DeleteTagOperator.template_fields
-    assert "to" in RollbackOperator.template_fields
+    assert {"to_tag", "to_snapshot", "to_time", "dry_run"} <= set(RollbackOperator.template_fields)
     assert {"retain_min", "retain_max", "older_than"} <= set(ExpireSnapshotsOperator.template_fields)
 
 
