@@ -228,12 +228,12 @@ def test_errors_are_one_line_and_change_nothing(wh, capsys, argv, needle):
 def test_damaged_and_missing_files_are_named_on_one_line(wh, capsys):
     tmp, t = wh
     t.tags.create("one", snapshot_id=1)
-    open(f"{t.path}/tag/tag-one", "w").write("{")
+    Path(f"{t.path}/tag/tag-one").write_text("{")
     code, out, err = run(capsys, "tags", "db.t")
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(f"airflow-paimon: error: tag file {t.path}/tag/tag-one is not valid Paimon JSON (")
     os.remove(f"{t.path}/tag/tag-one")
-    open(f"{t.path}/snapshot/snapshot-4", "w").write("")
+    Path(f"{t.path}/snapshot/snapshot-4").write_text("")
     code, out, err = run(capsys, "read", "db.t")
     assert code == 1 and err.count("\n") == 1
     assert f"snapshot file {t.path}/snapshot/snapshot-4 is not valid Paimon JSON (empty)" in err

@@ -268,13 +268,6 @@ class TagManager:
                 continue  # deleted between listing and reading
         return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
 
-    def latest_at_or_before(self, time_millis: int) -> Tag | None:
-        best = None
-        for t in self.list():
-            if t.snapshot.time_millis <= time_millis and (best is None or t.snapshot.id >= best.snapshot.id):
-                best = t
-        return best
-
     # ---- which snapshot a new tag points at ------------------------------------------------------------
     def _snapshot_by_id(self, snapshot_id: int) -> Snapshot:
         sm = self.table.snapshot_manager

@@ -4,6 +4,7 @@ and what to do, and nothing on disk changes."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +32,7 @@ def _fresh(t):
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"id": 2}'])
 def test_a_damaged_snapshot_file_is_named(table, content):
     path = f"{table.path}/snapshot/snapshot-2"
-    open(path, "wb").write(content)
+    Path(path).write_bytes(content)
     before = tree_hashes(table.path)
     t = _fresh(table)
     for action in (t.read, lambda: t.expire_snapshots(retain_min=1, older_than=FUTURE),
@@ -46,7 +47,7 @@ def test_a_damaged_snapshot_file_is_named(table, content):
 
 def test_a_damaged_tag_file_is_named(table):
     path = f"{table.path}/tag/tag-one"
-    open(path, "w").write('{"id": 1, "tagCreateTime": "yesterday"')
+    Path(path).write_text('{"id": 1, "tagCreateTime": "yesterday"')
     before = tree_hashes(table.path)
     for action in (lambda: table.read(tag="one"), table.tags.list, lambda: table.delete_tag("one")):
         with pytest.raises(CorruptFileError, match=f"tag file {path} is not valid Paimon JSON .*delete that file"):
@@ -58,8 +59,8 @@ def test_a_truncated_manifest_is_named(table):
     snap = table.latest_snapshot()
     name = table.manifest_io.read_list(snap.delta_manifest_list)[0].file_name
     path = f"{table.path}/manifest/{name}"
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[: len(data) // 3])
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: len(data) // 3])
     before = tree_hashes(table.path)
     t = _fresh(table)
     for action in (t.read, lambda: t.rollback(to_tag="one", dry_run=True)):
@@ -68,7 +69,7 @@ def test_a_truncated_manifest_is_named(table):
         assert str(e.value).startswith(f"manifest file {path} is truncated or not a Paimon Avro file (")
         assert "avro file?" not in str(e.value).split("(", 1)[0]
     assert tree_hashes(table.path) == before
-    open(path, "wb").write(b"")
+    Path(path).write_bytes(b"")
     with pytest.raises(CorruptFileError, match=r"\(empty\)"):
         _fresh(table).read()
 
