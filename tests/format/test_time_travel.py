@@ -196,3 +196,21 @@ def test_reading_before_the_first_commit(tmp_path, clock):
     with pytest.raises(InvalidOptionError, match="'soon' is not a point in time"):
         t.read(as_of="soon")
     assert rows(t.read(as_of=at(commit_time(1)))) == [(1, "a", 1)]
+
+
+def test_a_paimon_changelog_file_proves_the_next_commit_time(tmp_path, clock):
+    """Paimon keeps `changelog/changelog-<id>` (snapshot-shaped JSON) after the snapshot expired: its time is
+    as good as the snapshot's for proving that nothing was committed between a tag and the time asked for."""
+    t = make_table(tmp_path)
+    for n in range(1, 5):
+        upsert(t, [n], n)
+    t.tags.create("two", snapshot_id=2)
+    third = (tmp_path / "db.db" / "t" / "snapshot" / "snapshot-3").read_text()
+    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    assert t.snapshot_manager.ids() == [4]
+    with pytest.raises(SnapshotExpiredError):
+        t.time_travel(at(commit_time(2) + 1))
+    (tmp_path / "db.db" / "t" / "changelog").mkdir()
+    (tmp_path / "db.db" / "t" / "changelog" / "changelog-3").write_text(third)
+    travel = t.time_travel(at(commit_time(2) + 1))
+    assert travel.exact and travel.tag == "two" and travel.snapshot.id == 2
