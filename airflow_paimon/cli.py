@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
 # Parsing values
 # ---------------------------------------------------------------------------------------------------------
 
-def parse_time(text: str) -> int:
+def parse_time(text: str, flag: str | None = None) -> int:
     """ISO 8601 date or date-time, with or without an offset (none: UTC) -> epoch milliseconds."""
     raw = str(text).strip()
     value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
@@ -50,7 +50,8 @@ def parse_time(text: str) -> int:
         else:
             parsed = dt.datetime.fromisoformat(value)
     except (ValueError, IndexError):
-        raise CliError(f"{raw!r} is not an ISO 8601 time (examples: 2026-11-20, '2026-11-20 02:00:00', "
+        where = f"{flag}: " if flag else ""
+        raise CliError(f"{where}{raw!r} is not an ISO 8601 time (examples: 2026-11-20, '2026-11-20 02:00:00', "
                        "2026-11-20T02:00:00+01:00)") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.timezone.utc)
@@ -206,7 +207,7 @@ def cmd_files(args: argparse.Namespace) -> int:
 
 def cmd_tag_create(args: argparse.Namespace) -> int:
     table = _table(args)
-    as_of = parse_time(args.as_of) if args.as_of is not None else None
+    as_of = parse_time(args.as_of, "--as-of") if args.as_of is not None else None
     existed = table.tags.exists(args.name) if _safe_name(args.name) else False
     before = table.tags.get(args.name) if existed else None
     tag = table.tags.create(args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=args.retain,
@@ -259,7 +260,7 @@ def cmd_tag_rename(args: argparse.Namespace) -> int:
 
 def cmd_expire_snapshots(args: argparse.Namespace) -> int:
     table = _table(args)
-    older = parse_time(args.older_than) if args.older_than is not None else None
+    older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
     with _progress() as progress:
         result = table.expire_snapshots(retain_min=args.retain_min, retain_max=args.retain_max, older_than=older,
                                         max_deletes=args.max_deletes, dry_run=args.dry_run, progress=progress)
@@ -288,14 +289,21 @@ def cmd_expire_tags(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
+    if args.to is not None:
+        value = args.to.strip()
+        raise CliError(f"--to is gone because a tag name such as 2026-11-20 also reads as a date: say which you "
+                       f"mean, --tag {value} or --time {value} (or --snapshot N)")
+    given = [f for f, v in (("--tag", args.tag), ("--snapshot", args.snapshot), ("--time", args.time))
+             if v is not None]
+    if len(given) != 1:
+        raise CliError("give exactly one of --tag NAME, --snapshot N and --time TIME")
     table = _table(args)
-    text = args.to.strip()
-    is_tag = _safe_name(text) and table.tags.exists(text)
-    target: Any = text
-    if not (is_tag or text.isdigit()):
-        target = dt.datetime.fromtimestamp(parse_time(text) / 1000, dt.timezone.utc)
+    to_time = None
+    if args.time is not None:
+        to_time = dt.datetime.fromtimestamp(parse_time(args.time, "--time") / 1000, dt.timezone.utc)
     with _progress() as progress:
-        result = table.rollback(target, dry_run=args.dry_run, progress=progress)
+        result = table.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time, dry_run=args.dry_run,
+                                progress=progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -304,7 +312,7 @@ def cmd_remove_orphans(args: argparse.Namespace) -> int:
     from airflow_paimon.format.cleanup import human_bytes
 
     table = _table(args)
-    older = parse_time(args.older_than) if args.older_than is not None else None
+    older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
     with _progress() as progress:
         result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
     if args.json:
@@ -322,9 +330,17 @@ def cmd_read(args: argparse.Namespace) -> int:
     given = [x for x in (args.tag, args.snapshot, args.as_of) if x is not None]
     if len(given) > 1:
         raise CliError("give at most one of --tag, --snapshot and --as-of")
-    as_of = parse_time(args.as_of) if args.as_of is not None else None
+    if args.closest_tag and args.as_of is None:
+        raise CliError("--closest-tag applies to --as-of only")
+    as_of = parse_time(args.as_of, "--as-of") if args.as_of is not None else None
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    data = table.read(snapshot_id=args.snapshot, tag=args.tag, as_of=as_of, columns=columns)
+    if as_of is not None:
+        travel = table.time_travel(as_of, closest_tag=args.closest_tag)
+        print(f"reading {travel.describe()}", file=sys.stderr)
+        data = table.read(snapshot_id=travel.snapshot.id, columns=columns) if travel.tag is None else \
+            table.read(tag=travel.tag, columns=columns)
+    else:
+        data = table.read(snapshot_id=args.snapshot, tag=args.tag, columns=columns)
     if args.limit is not None:
         if args.limit < 0:
             raise CliError("--limit must not be negative")
@@ -448,11 +464,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
 
-    p = _sub(subs, "rollback", "roll the table back to a tag, a snapshot or a point in time",
-             "airflow-paimon rollback sales.orders --to 2026-11-20", cmd_rollback)
+    p = _sub(subs, "rollback", "roll the table back to a tag, a snapshot or a point in time (give exactly one)",
+             "airflow-paimon rollback sales.orders --tag 2026-11-20", cmd_rollback)
     _common(p)
-    p.add_argument("--to", required=True, metavar="TAG|SNAPSHOT|TIME",
-                   help="a tag name, a snapshot id or an ISO 8601 time (a tag of that name wins)")
+    p.add_argument("--tag", metavar="NAME", help="the tag to roll back to (a missing tag is an error)")
+    p.add_argument("--snapshot", metavar="N", type=int, help="the snapshot id to roll back to")
+    p.add_argument("--time", metavar="TIME",
+                   help="roll back to the snapshot current at TIME (refused if that snapshot expired and no tag "
+                        "provably holds it)")
+    p.add_argument("--to", help=argparse.SUPPRESS)
     p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
 
     p = _sub(subs, "remove-orphan-files",
@@ -470,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tag", metavar="NAME", help="read this tag")
     g.add_argument("--snapshot", metavar="N", type=int, help="read this snapshot")
     g.add_argument("--as-of", metavar="TIME", help="read the table as it was at TIME")
+    p.add_argument("--closest-tag", action="store_true",
+                   help="with --as-of: when the snapshot current at TIME expired, read the closest older tag "
+                        "instead of failing")
     p.add_argument("--columns", metavar="A,B", help="only these columns")
     p.add_argument("--limit", metavar="N", type=int, help="at most N rows")
     p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",

@@ -112,14 +112,50 @@ def test_expire_tags(wh, capsys):
 def test_rollback(wh, capsys):
     tmp, t = wh
     t.tags.create("v2", snapshot_id=2)
-    code, out, _ = run(capsys, "rollback", "db.t", "--to", "v2", "--dry-run")
+    code, out, _ = run(capsys, "rollback", "db.t", "--tag", "v2", "--dry-run")
     assert code == 0 and "would delete 2 snapshot(s) 3..4" in out
-    code, out, _ = run(capsys, "rollback", "db.t", "--to", "3")
+    code, out, _ = run(capsys, "rollback", "db.t", "--snapshot", "3")
     assert code == 0 and "latest snapshot is now 3" in out
     s1 = t.snapshot(1).time_millis
     when = dt.datetime.fromtimestamp((s1 + 1) / 1000, dt.timezone.utc).isoformat()
-    code, out, err = run(capsys, "rollback", "db.t", "--to", when, "--json")
+    code, out, err = run(capsys, "rollback", "db.t", "--time", when, "--json")
     assert code == 0 and json.loads(out)["rolled_back_to"] == 1, err
+
+
+def test_rollback_to_a_date_named_tag_never_becomes_a_time(wh, capsys):
+    """A periodic tag's name reads as a date: once the tag is gone, --tag fails instead of rolling back to
+    that date, and the old --to says which flag to use."""
+    tmp, t = wh
+    t.tags.create("2026-10-25", snapshot_id=3)
+    code, out, _ = run(capsys, "rollback", "db.t", "--tag", "2026-10-25", "--dry-run")
+    assert code == 0 and "would delete 1 snapshot(s) 4" in out
+    t.delete_tag("2026-10-25")
+    before = tree_hashes(tmp)
+    code, out, err = run(capsys, "rollback", "db.t", "--tag", "2026-10-25")
+    assert code == 1 and "tag '2026-10-25' does not exist on db.t" in err and err.count("\n") == 1
+    code, out, err = run(capsys, "rollback", "db.t", "--to", "2026-10-25")
+    assert code == 1 and "--to is gone" in err and "--tag 2026-10-25 or --time 2026-10-25" in err
+    code, out, err = run(capsys, "rollback", "db.t", "--time", "2999-01-01")
+    assert code == 1 and "in the future" in err
+    assert tree_hashes(tmp) == before
+
+
+def test_rollback_and_read_after_expiry_name_the_closest_tag(wh, capsys):
+    tmp, t = wh
+    t.tags.create("two", snapshot_id=2)
+    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    assert t.snapshot_manager.ids() == [4]
+    when = dt.datetime.fromtimestamp(t.tags.get("two").snapshot.time_millis / 1000, dt.timezone.utc)
+    when_text = (when + dt.timedelta(microseconds=500)).isoformat()
+    before = tree_hashes(tmp)
+    code, out, err = run(capsys, "rollback", "db.t", "--time", when_text)
+    assert code == 1 and "closest tag is 'two'" in err and "retained snapshots 4..4" in err
+    code, out, err = run(capsys, "read", "db.t", "--as-of", when_text)
+    assert code == 1 and "closest tag is 'two'" in err and "--closest-tag" in err
+    assert tree_hashes(tmp) == before
+    code, out, err = run(capsys, "read", "db.t", "--as-of", when_text, "--closest-tag", "--format", "json")
+    assert code == 0 and "tag 'two' (snapshot 2)" in err and "closest tag" in err
+    assert sorted(r["id"] for r in json.loads(out)) == list(range(8))
 
 
 def test_remove_orphan_files(wh, capsys):
@@ -162,8 +198,17 @@ def test_read_formats(wh, capsys, tmp_path):
     (["tag", "rename", "db.t", "nope", "other"], "does not exist"),
     (["expire-snapshots", "db.t", "--retain-min", "0"], "retain_min must be at least 1"),
     (["expire-snapshots", "db.t", "--retain-min", "5", "--retain-max", "2"], "retain_max"),
-    (["rollback", "db.t", "--to", "99"], "snapshot 99"),
-    (["rollback", "db.t", "--to", "no-such-tag"], "not an ISO 8601 time"),
+    (["rollback", "db.t", "--snapshot", "99"], "snapshot 99"),
+    (["rollback", "db.t", "--tag", "no-such-tag"], "tag 'no-such-tag' does not exist on db.t"),
+    (["rollback", "db.t", "--time", "nope"], "--time: 'nope' is not an ISO 8601 time"),
+    (["rollback", "db.t", "--time", "2001-01-01"], "its first commit (snapshot 1) was at"),
+    (["rollback", "db.t"], "give exactly one of --tag NAME, --snapshot N and --time TIME"),
+    (["rollback", "db.t", "--tag", "v", "--snapshot", "1"], "give exactly one"),
+    (["rollback", "db.t", "--tag", "x" * 300], "does not exist on db.t"),
+    (["tag", "delete", "db.t", "x" * 300], "does not exist on db.t"),
+    (["read", "db.t", "--tag", "x" * 300], "does not exist on db.t"),
+    (["read", "db.t", "--closest-tag"], "--closest-tag applies to --as-of only"),
+    (["read", "db.t", "--as-of", "2001-01-01"], "its first commit (snapshot 1) was at"),
     (["read", "db.t", "--tag", "nope"], "tag 'nope' does not exist"),
     (["read", "db.t", "--format", "parquet"], "needs --output"),
     (["read", "db.t", "--columns", "zz"], "not in the table schema"),
@@ -178,6 +223,20 @@ def test_errors_are_one_line_and_change_nothing(wh, capsys, argv, needle):
     assert err.count("\n") == 1 and err.startswith("airflow-paimon: error: ") and needle in err
     assert "Traceback" not in err
     assert tree_hashes(tmp) == before
+
+
+def test_damaged_and_missing_files_are_named_on_one_line(wh, capsys):
+    tmp, t = wh
+    t.tags.create("one", snapshot_id=1)
+    Path(f"{t.path}/tag/tag-one").write_text("{")
+    code, out, err = run(capsys, "tags", "db.t")
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(f"airflow-paimon: error: tag file {t.path}/tag/tag-one is not valid Paimon JSON (")
+    os.remove(f"{t.path}/tag/tag-one")
+    Path(f"{t.path}/snapshot/snapshot-4").write_text("")
+    code, out, err = run(capsys, "read", "db.t")
+    assert code == 1 and err.count("\n") == 1
+    assert f"snapshot file {t.path}/snapshot/snapshot-4 is not valid Paimon JSON (empty)" in err
 
 
 def test_usage_errors_exit_2_with_one_line(wh, capsys):

@@ -8,7 +8,7 @@
 from .catalog import Catalog
 from .commit import CommitMessage
 from .errors import (CommitConflictError, InvalidDataError, InvalidOptionError, PaimonError, SchemaMismatchError,
-                     SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError, TagNotFoundError,
+                     SnapshotExpiredError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError, TagNotFoundError,
                      UnsupportedTableError)
 from .scan import Split
 from .snapshot import Snapshot
@@ -18,6 +18,6 @@ from .tags import Tag
 __all__ = [
     "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage",
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
-    "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "TagNotFoundError",
+    "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError",
     "CommitConflictError", "InvalidDataError",
 ]

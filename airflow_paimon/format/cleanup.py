@@ -24,7 +24,6 @@ Every operation here follows one plan, stricter than Paimon's neighbour-based sk
 from __future__ import annotations
 
 import datetime as dt
-import io as _io
 import json
 import re
 import sys
@@ -33,11 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
 
-import fastavro
-
 from .errors import InvalidOptionError, PaimonError, SnapshotNotFoundError, UnsupportedTableError
 from .manifest import ADD, ManifestFileMeta
-from .snapshot import Snapshot
+from .snapshot import Snapshot, read_snapshot_file
 from .tags import Tag, local_now, same_snapshot, to_local_naive
 
 if TYPE_CHECKING:
@@ -101,7 +98,7 @@ class CleanupResult:
         if self.snapshots:
             parts.append(f"{len(self.snapshots)} snapshot(s) {_ranges(self.snapshots)}")
         if self.tags:
-            parts.append(f"{len(self.tags)} tag(s) {', '.join(self.tags)}")
+            parts.append(f"{len(self.tags)} tag(s) {', '.join(repr(t) for t in self.tags)}")
         parts.append(f"{len(self.data_files)} data file(s), {len(self.changelog_files)} changelog file(s), "
                      f"{len(self.metadata_files)} metadata file(s), {human_bytes(self.bytes_freed)}")
         text = f"{self.operation}: {verb} " + "; ".join(parts)
@@ -228,12 +225,11 @@ class FileIndex:
         got = self._manifests.get(name)
         if got is not None:
             return got
-        data = self.io.read_bytes(f"{self.manifest_dir}/{name}")
         refs: dict = {}
         adds: dict = {}
         deletes = set()
         names = set()
-        for r in fastavro.reader(_io.BytesIO(data)):
+        for r in self.table.manifest_io.read_records(name):
             f = r["_FILE"]
             fname = f["_FILE_NAME"]
             extras = tuple(f.get("_EXTRA_FILES") or ())
@@ -253,9 +249,9 @@ class FileIndex:
     def index_files(self, index_manifest: str) -> list[tuple[str, int | None, str | None]]:
         got = self._index.get(index_manifest)
         if got is None:
-            data = self.io.read_bytes(f"{self.manifest_dir}/{index_manifest}")
             got = [(r.get("_FILE_NAME"), r.get("_FILE_SIZE"), r.get("_EXTERNAL_PATH"))
-                   for r in fastavro.reader(_io.BytesIO(data)) if r.get("_FILE_NAME")]
+                   for r in self.table.manifest_io.read_records(index_manifest, "index manifest")
+                   if r.get("_FILE_NAME")]
             self._index[index_manifest] = got
         return got
 
@@ -420,18 +416,11 @@ def snapshot_roots(table: "Table") -> list[Root]:
             out.append(Root("snapshot", str(sid), sm.snapshot(sid)))
         except SnapshotNotFoundError:
             continue
-        except (ValueError, KeyError, TypeError) as e:
-            raise PaimonError(f"{sm.path(sid)} is not a readable snapshot ({e}); refusing to delete anything "
-                              "until it is repaired or removed") from None
     return out
 
 
 def tag_roots(table: "Table") -> list[Root]:
-    try:
-        return [Root("tag", t.name, t.snapshot) for t in table.tags.list()]
-    except (ValueError, KeyError, TypeError) as e:
-        raise PaimonError(f"a tag file of {table.identifier} is not readable ({e}); refusing to delete anything "
-                          "until it is repaired or removed") from None
+    return [Root("tag", t.name, t.snapshot) for t in table.tags.list()]
 
 
 def changelog_roots(table: "Table") -> list[Root]:
@@ -442,12 +431,9 @@ def changelog_roots(table: "Table") -> list[Root]:
         name = info.path.rsplit("/", 1)[-1]
         if name.startswith("changelog-") and name[10:].isdigit():
             try:
-                out.append(Root("changelog", name[10:], Snapshot.from_json(table.io.read_text(info.path))))
+                out.append(Root("changelog", name[10:], read_snapshot_file(table.io, info.path, "changelog")))
             except FileNotFoundError:
                 continue
-            except (ValueError, KeyError, TypeError) as e:
-                raise PaimonError(f"{info.path} is not a readable changelog ({e}); refusing to delete "
-                                  "anything until it is repaired or removed") from None
     return out
 
 
@@ -857,44 +843,18 @@ def expire_tags(table: "Table", now: Any = None, dry_run: bool = False,
 # Rollback
 # ---------------------------------------------------------------------------------------------------------
 
-def _resolve_rollback_target(table: "Table", to: Any) -> tuple[Snapshot, Tag | None]:
-    sm = table.snapshot_manager
-    tm = table.tags
-    if isinstance(to, bool) or to is None:
-        raise InvalidOptionError(f"rollback target must be a tag name, a snapshot id or a time, not {to!r}")
-    if isinstance(to, Tag):
-        to = to.name
-    snapshot_id: int | None = None
-    if isinstance(to, int):
-        snapshot_id = to
-    elif isinstance(to, str):
-        text = to.strip()
-        if not text:
-            raise InvalidOptionError("rollback target must not be blank")
-        looks_like_tag = "/" not in text and "\\" not in text and ".." not in text
-        if looks_like_tag and tm.exists(text):
-            tag = tm.get(text)
-            return tag.snapshot, tag
-        if text.isdigit():
-            snapshot_id = int(text)
-        else:
-            try:
-                millis = _millis(text, "rollback target")
-            except InvalidOptionError:
-                raise InvalidOptionError(
-                    f"rollback target {to!r} is not a tag of {table.identifier}, a snapshot id or a point in "
-                    "time") from None
-            return _rollback_time(table, millis)
-    elif isinstance(to, (dt.datetime, dt.date, float)):
-        return _rollback_time(table, _millis(to, "rollback target"))
-    else:
-        raise InvalidOptionError(f"rollback target must be a tag name, a snapshot id or a time, not {to!r}")
+def _rollback_to_snapshot(table: "Table", value: Any) -> tuple[Snapshot, Tag | None]:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or \
+            isinstance(value, str) and not value.strip().isdigit():
+        raise InvalidOptionError(f"to_snapshot must be a snapshot id (a whole number), not {value!r}")
+    snapshot_id = int(value)
     if snapshot_id < 1:
-        raise InvalidOptionError(f"snapshot id must be at least 1, not {snapshot_id}")
+        raise InvalidOptionError(f"to_snapshot must be at least 1, not {snapshot_id}")
+    sm = table.snapshot_manager
     try:
         return sm.snapshot(snapshot_id), None
     except SnapshotNotFoundError:
-        for tag in tm.list():
+        for tag in table.tags.list():
             if tag.snapshot.id == snapshot_id:
                 return tag.snapshot, tag
         ids = sm.ids()
@@ -904,25 +864,50 @@ def _resolve_rollback_target(table: "Table", to: Any) -> tuple[Snapshot, Tag | N
             "holds it") from None
 
 
-def _rollback_time(table: "Table", millis: int) -> tuple[Snapshot, Tag | None]:
-    from .tags import latest_snapshot_at_or_before
-    snap = latest_snapshot_at_or_before(table.snapshot_manager, millis)
-    if snap is not None:
-        return snap, None
-    tag = table.tags.latest_at_or_before(millis)
-    if tag is not None:
+def _rollback_to_time(table: "Table", value: Any, now: Any) -> tuple[Snapshot, Tag | None]:
+    from .time_travel import snapshot_at, utc_text
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
+        raise InvalidOptionError(f"to_time must be a point in time, not {value!r}")
+    millis = _millis(value, "to_time")
+    now_ms = _now_ms(now)
+    if millis > now_ms:
+        raise InvalidOptionError(
+            f"to_time {utc_text(millis)} is in the future (now: {utc_text(now_ms)}); give a past time, or "
+            "to_snapshot/to_tag")
+    found = snapshot_at(table, millis, alternative="roll back to that tag by name (to_tag, --tag) if its state is "
+                                                   "the one you want")
+    return found.snapshot, table.tags.get(found.tag) if found.tag is not None else None
+
+
+def _resolve_rollback_target(table: "Table", to_tag: Any, to_snapshot: Any, to_time: Any,
+                             now: Any) -> tuple[Snapshot, Tag | None]:
+    """Exactly one explicit target: a tag is never taken for a time, nor a time for a tag."""
+    given = [n for n, v in (("to_tag", to_tag), ("to_snapshot", to_snapshot), ("to_time", to_time)) if v is not None]
+    if len(given) != 1:
+        raise InvalidOptionError(
+            "give exactly one rollback target: to_tag (a tag name), to_snapshot (a snapshot id) or to_time "
+            f"(a point in time); got {', '.join(given) if given else 'none'}")
+    if to_tag is not None:
+        name = to_tag.name if isinstance(to_tag, Tag) else to_tag
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidOptionError(f"to_tag must be a tag name, not {to_tag!r}")
+        tag = table.tags.get(name)
         return tag.snapshot, tag
-    when = dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).isoformat()
-    raise SnapshotNotFoundError(f"cannot roll {table.identifier} back to {when}: no snapshot or tag is that old")
+    if to_snapshot is not None:
+        return _rollback_to_snapshot(table, to_snapshot)
+    return _rollback_to_time(table, to_time, now)
 
 
-def rollback(table: "Table", to: Any, dry_run: bool = False, progress: Progress | None = None) -> CleanupResult:
-    """Make the snapshot `to` names (a tag, a snapshot id or a point in time) the latest again.
+def rollback(table: "Table", to_tag: Any = None, to_snapshot: Any = None, to_time: Any = None,
+             dry_run: bool = False, progress: Progress | None = None, now: Any = None) -> CleanupResult:
+    """Make the snapshot of a tag, a snapshot id or a point in time the latest again.
 
     Newer snapshots and newer tags are deleted, with the files only they used. A tag whose snapshot expired is
-    written back as that snapshot (as Paimon does).
+    written back as that snapshot (as Paimon does). A time is resolved exactly (see time_travel.py): when the
+    snapshot current then has expired and no tag provably holds it, the rollback is refused, since rolling back
+    to an older tag would also remove commits made after it that the caller did not name.
     """
-    target, via_tag = _resolve_rollback_target(table, to)
+    target, via_tag = _resolve_rollback_target(table, to_tag, to_snapshot, to_time, now)
     _check_supported(table)
     sm = table.snapshot_manager
     tm = table.tags

@@ -7,6 +7,7 @@ the earlier snapshot and writes nothing, which is what makes a retried Airflow t
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -19,6 +20,12 @@ from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 MANIFEST_MERGE_MIN_COUNT = 30
 MANIFEST_TARGET_ENTRIES = 20_000
 MAX_RETRIES = 20
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry `attempt`: exponential, capped at 1 s, with full jitter, so that writers who
+    lost the same race do not meet again in lockstep."""
+    return random.uniform(0, min(0.01 * (2 ** attempt), 1.0))
 
 
 @dataclass
@@ -77,6 +84,44 @@ class FileStoreCommit:
         entries = [e for m in messages for e in m.entries()]
         if not entries and commit_kind != "OVERWRITE":
             return None
+        exactly_once = commit_user is not None and commit_identifier is not None
+        try:
+            return self._commit_entries(entries, commit_kind, user, identifier, base_snapshot_id, properties,
+                                        exactly_once)
+        except CommitConflictError as e:
+            # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
+            landed = self.table.find_commit(user, identifier) if exactly_once else None
+            if landed is not None:
+                return landed
+            deleted = self.delete_new_files(messages)
+            raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
+
+    def delete_new_files(self, messages: Sequence[CommitMessage]) -> int:
+        """Delete the data files a commit that did not land added, so a lost race leaves no orphans behind.
+
+        Only files this commit created go: not one it also deletes (a file moved between levels keeps its name),
+        and not one the latest snapshot references (belt and braces: new files have fresh UUID names).
+        """
+        kept = {f.file_name for m in messages for f in m.deleted_files}
+        candidates = [(m, f) for m in messages for f in m.new_files if f.file_name not in kept]
+        if not candidates:
+            return 0
+        live = {e.file.file_name for e in self.table.file_entries(self.snapshots.latest())}
+        codec = self.table.partition_codec
+        count = 0
+        for m, f in candidates:
+            if f.file_name in live:
+                continue
+            partition = codec.from_bytes(m.partition)
+            folder = self.table.bucket_dir(partition, m.bucket)
+            for path in [self.table.data_file_path(partition, m.bucket, f)] + [f"{folder}/{x}" for x in f.extra_files]:
+                self.table.io.delete(path)
+            count += 1
+        return count
+
+    def _commit_entries(self, entries: list[ManifestEntry], commit_kind: str, user: str, identifier: int,
+                        base_snapshot_id: int | None, properties: dict[str, str] | None,
+                        exactly_once: bool) -> Snapshot:
         written: list[str] = []
         for attempt in range(MAX_RETRIES):
             latest = self.snapshots.latest()
@@ -123,13 +168,13 @@ class FileStoreCommit:
             for name in written:
                 self.manifests.io.delete(self.manifests.path(name))
             written.clear()
-            if commit_user is not None and commit_identifier is not None:
+            if exactly_once:
                 existing = self.table.find_commit(user, identifier)
                 if existing is not None:
                     return existing
             if base_snapshot_id is None:
                 base_snapshot_id = latest.id if latest is not None else 0
-            time.sleep(min(0.01 * (2 ** attempt), 1.0))
+            time.sleep(backoff(attempt))
         raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: other writers keep committing")
 
     # ---- helpers ------------------------------------------------------------------------------------

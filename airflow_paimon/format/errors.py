@@ -29,8 +29,16 @@ class SnapshotNotFoundError(PaimonError):
     """The asked-for snapshot does not exist (never committed, or expired)."""
 
 
+class SnapshotExpiredError(SnapshotNotFoundError):
+    """The snapshot current at the asked-for time has expired and no tag provably holds it."""
+
+
 class TagNotFoundError(PaimonError):
     """The asked-for tag does not exist."""
+
+
+class CorruptFileError(PaimonError):
+    """A metadata file (snapshot, tag, manifest, manifest list) exists but cannot be parsed."""
 
 
 class CommitConflictError(PaimonError):

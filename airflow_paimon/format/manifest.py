@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 
 import fastavro
 
+from .errors import CorruptFileError
 from .fileio import FileIO
 
 ADD, DELETE = 0, 1
@@ -343,9 +344,20 @@ class ManifestIO:
         return f"{prefix}-{self._prefix}-{self._counter}"
 
     # ---- manifest files --------------------------------------------------------------------------
+    def read_records(self, file_name: str, kind: str = "manifest file") -> list[dict]:
+        """The raw records of one Avro file under `manifest/`; CorruptFileError naming the file when damaged."""
+        path = self.path(file_name)
+        data = self.io.read_bytes(path)
+        try:
+            return list(fastavro.reader(io.BytesIO(data)))
+        except (ValueError, KeyError, TypeError, IndexError, EOFError, StopIteration, AssertionError) as e:
+            reason = "empty" if not data else f"{len(data)} bytes, " + (str(e).splitlines()[0] if str(e)
+                                                                     else type(e).__name__)
+            raise CorruptFileError(f"{kind} {path} is truncated or not a Paimon Avro file ({reason}); restore it "
+                                   "from a backup: every snapshot and tag that lists it cannot be read") from None
+
     def read_entries(self, file_name: str) -> list[ManifestEntry]:
-        data = self.io.read_bytes(self.path(file_name))
-        return [ManifestEntry.from_avro(r) for r in fastavro.reader(io.BytesIO(data))]
+        return [ManifestEntry.from_avro(r) for r in self.read_records(file_name)]
 
     def write_entries(self, entries: Sequence[ManifestEntry], schema_id: int,
                       partition_stats: SimpleStats) -> ManifestFileMeta:
@@ -369,8 +381,7 @@ class ManifestIO:
 
     # ---- manifest lists --------------------------------------------------------------------------
     def read_list(self, list_name: str) -> list[ManifestFileMeta]:
-        data = self.io.read_bytes(self.path(list_name))
-        return [ManifestFileMeta.from_avro(r) for r in fastavro.reader(io.BytesIO(data))]
+        return [ManifestFileMeta.from_avro(r) for r in self.read_records(list_name, "manifest list")]
 
     def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
         name = self._new_name("manifest-list")

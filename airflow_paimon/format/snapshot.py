@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from .errors import SnapshotNotFoundError
+from .errors import CorruptFileError, SnapshotNotFoundError
 from .fileio import FileIO
 
 SNAPSHOT_VERSION = 3
@@ -94,6 +94,18 @@ class Snapshot:
         return replace(self, extra={})
 
 
+def read_snapshot_file(io: FileIO, path: str, kind: str) -> Snapshot:
+    """A snapshot-shaped JSON file (snapshot, tag or changelog); CorruptFileError naming the file when it does not
+    parse, so that the one bad file can be found and restored."""
+    data = io.read_bytes(path)
+    try:
+        return Snapshot.from_json(data.decode("utf-8"))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        reason = "empty" if not data.strip() else str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CorruptFileError(f"{kind} file {path} is not valid Paimon JSON ({reason}); restore it from a backup, "
+                               f"or remove it if the {kind} can be given up") from None
+
+
 class SnapshotManager:
     """Finds snapshots by id and time; the hint files are only hints and are verified on use."""
 
@@ -113,7 +125,7 @@ class SnapshotManager:
         if cached is not None:
             return cached
         try:
-            snap = Snapshot.from_json(self.io.read_text(self.path(snapshot_id)))
+            snap = read_snapshot_file(self.io, self.path(snapshot_id), "snapshot")
         except FileNotFoundError:
             raise SnapshotNotFoundError(f"snapshot {snapshot_id} does not exist (never committed or expired)") \
                 from None

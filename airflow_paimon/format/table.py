@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import time
 import uuid
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pyarrow as pa
 
-from .commit import CommitMessage, FileStoreCommit
-from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
+from .commit import MAX_RETRIES, CommitMessage, FileStoreCommit, backoff
+from .errors import CommitConflictError, InvalidOptionError, PaimonError, TableNotFoundError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
@@ -25,6 +26,8 @@ from .write import TableWrite
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
+    from .time_travel import TimeTravel
+
 
 def to_epoch_millis(value: Any) -> int:
     """Milliseconds since the epoch of a datetime/pendulum/ISO string (naive means UTC) or a number."""
@@ -32,8 +35,12 @@ def to_epoch_millis(value: Any) -> int:
         return int(value)
     if isinstance(value, str):
         text = value.strip().replace("Z", "+00:00")
-        value = dt.datetime.fromisoformat(text) if "T" in text or " " in text else \
-            dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+        try:
+            value = dt.datetime.fromisoformat(text) if "T" in text or " " in text else \
+                dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
+        except ValueError:
+            raise InvalidOptionError(f"{value!r} is not a point in time (ISO 8601 such as '2026-11-20' or "
+                                     "'2026-11-20 02:00:00+01:00')") from None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
@@ -183,7 +190,8 @@ class Table:
 
     # ---- resolving what to read ------------------------------------------------------------------
     def resolve_snapshot(self, snapshot_id: int | None = None, tag: str | None = None,
-                         as_of: Any = None) -> Snapshot | None:
+                         as_of: Any = None, closest_tag: bool = False) -> Snapshot | None:
+        """The snapshot to read: by id, by tag, current at a time (see `time_travel`), or the latest."""
         given = sum(x is not None for x in (snapshot_id, tag, as_of))
         if given > 1:
             raise PaimonError("give at most one of snapshot_id, tag and as_of")
@@ -192,20 +200,19 @@ class Table:
         if tag is not None:
             return self.tags.get(tag).snapshot
         if as_of is not None:
-            millis = to_epoch_millis(as_of)
-            # Expiry removes the oldest snapshots only, so the latest retained one at or before the instant is
-            # the one any reader would have seen then.
-            snap = self.snapshot_manager.latest_at_or_before(millis)
-            if snap is not None:
-                return snap
-            tagged = self.tags.latest_at_or_before(millis)
-            if tagged is not None:
-                return tagged.snapshot
-            when = dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).isoformat()
-            raise SnapshotNotFoundError(
-                f"{self.identifier} has no snapshot or tag at or before {when} "
-                "(the snapshots of that time have expired and no tag covers it)")
+            return self.time_travel(as_of, closest_tag).snapshot
         return self.latest_snapshot()
+
+    def time_travel(self, as_of: Any, closest_tag: bool = False) -> TimeTravel:
+        """The snapshot current at `as_of`, and how it was found.
+
+        Exact, or SnapshotExpiredError naming the closest tag when the snapshots of that time expired and no tag
+        provably holds the state current then. With `closest_tag=True` that tag is used instead, and the result
+        says so (`how == "closest-tag"`).
+        """
+        from .time_travel import snapshot_at
+        return snapshot_at(self, to_epoch_millis(as_of), closest_tag,
+                           "read that tag, or ask for the closest tag (closest_tag=True, --closest-tag)")
 
     @cached_property
     def tags(self) -> "Any":
@@ -214,17 +221,51 @@ class Table:
 
     # ---- reading ---------------------------------------------------------------------------------
     def plan(self, snapshot_id: int | None = None, tag: str | None = None, as_of: Any = None,
-             filter: ds.Expression | None = None) -> list[Split]:
-        snap = self.resolve_snapshot(snapshot_id, tag, as_of)
+             filter: ds.Expression | None = None, closest_tag: bool = False) -> list[Split]:
+        snap = self.resolve_snapshot(snapshot_id, tag, as_of, closest_tag)
         if snap is None:
             return []
         return ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id)
 
     def read(self, snapshot_id: int | None = None, tag: str | None = None, as_of: Any = None,
-             columns: Sequence[str] | None = None, filter: ds.Expression | None = None) -> pa.Table:
-        """Rows of the latest snapshot (or of the snapshot, tag or time given), merged, filtered, projected."""
-        splits = self.plan(snapshot_id, tag, as_of, filter)
-        return read_splits(self, splits, columns, filter)
+             columns: Sequence[str] | None = None, filter: ds.Expression | None = None,
+             closest_tag: bool = False) -> pa.Table:
+        """Rows of the latest snapshot (or of the snapshot, tag or time given), merged, filtered, projected.
+
+        A read by time says in the schema metadata which snapshot it used and how it was found
+        (`paimon.snapshot-id`, `paimon.time-travel`: exact or closest-tag, and `paimon.tag`).
+        """
+        travel = None
+        if as_of is not None:
+            if snapshot_id is not None or tag is not None:
+                raise PaimonError("give at most one of snapshot_id, tag and as_of")
+            travel = self.time_travel(as_of, closest_tag)
+            snap: Snapshot | None = travel.snapshot
+        else:
+            snap = self.resolve_snapshot(snapshot_id, tag)
+        splits = [] if snap is None else ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id)
+        try:
+            data = read_splits(self, splits, columns, filter)
+        except FileNotFoundError:
+            raise self._missing_data_file(splits, snap) from None
+        if travel is None:
+            return data
+        meta = {b"paimon.snapshot-id": str(travel.snapshot.id).encode(), b"paimon.time-travel": travel.how.encode()}
+        if travel.tag is not None:
+            meta[b"paimon.tag"] = travel.tag.encode()
+        return data.replace_schema_metadata({**(data.schema.metadata or {}), **meta})
+
+    def _missing_data_file(self, splits: list[Split], snap: Snapshot | None) -> PaimonError:
+        """Which file of the read is gone, named with the snapshot that needs it (only on the error path)."""
+        for split in splits:
+            for meta in split.files:
+                path = self.data_file_path(split.partition, split.bucket, meta)
+                if not self.io.exists(path):
+                    return PaimonError(
+                        f"data file {path} of snapshot {snap.id if snap else '?'} of {self.identifier} is missing "
+                        "(deleted outside this library?); restore it from a backup, or read or roll back to a "
+                        "snapshot or tag that does not use it")
+        return PaimonError(f"a data file of {self.identifier} disappeared while it was read; retry the read")
 
     def read_split(self, split: Split, columns: Sequence[str] | None = None,
                    filter: ds.Expression | None = None) -> pa.Table:
@@ -245,16 +286,27 @@ class Table:
                                             base_snapshot_id, properties)
 
     def _write_and_commit(self, produce, commit_user: str | None, commit_identifier: int | None) -> Snapshot | None:
-        if commit_user is not None and commit_identifier is not None:
-            existing = self.find_commit(commit_user, int(commit_identifier))
-            if existing is not None:
-                return existing
-        base = self.latest_snapshot()
-        messages = produce(base)
-        if not messages:
-            return None
-        return self.commit(messages, commit_user, commit_identifier, "APPEND",
-                           base.id if base is not None else 0)
+        """Write on the latest snapshot and commit; when a concurrent commit wins the race and conflicts (same
+        bucket, overlapping sequence numbers), the attempt's files are deleted (by the commit) and the data is
+        written again on the new latest snapshot, so a lost race neither fails the write nor leaves files."""
+        attempt = 0
+        while True:
+            if commit_user is not None and commit_identifier is not None:
+                existing = self.find_commit(commit_user, int(commit_identifier))
+                if existing is not None:
+                    return existing
+            base = self.latest_snapshot()
+            messages = produce(base)
+            if not messages:
+                return None
+            try:
+                return self.commit(messages, commit_user, commit_identifier, "APPEND",
+                                   base.id if base is not None else 0)
+            except CommitConflictError:
+                attempt += 1
+                if attempt >= MAX_RETRIES:
+                    raise
+                time.sleep(backoff(attempt))
 
     def write(self, data: pa.Table | pa.RecordBatch, commit_user: str | None = None,
               commit_identifier: int | None = None, kinds: pa.Array | None = None) -> Snapshot | None:
@@ -289,9 +341,15 @@ class Table:
         from .cleanup import expire_tags
         return expire_tags(self, now, dry_run, progress)
 
-    def rollback(self, to: Any, dry_run: bool = False, *, progress: Any = None) -> "Any":
+    def rollback(self, *, to_tag: Any = None, to_snapshot: Any = None, to_time: Any = None, dry_run: bool = False,
+                 progress: Any = None, now: Any = None) -> "Any":
+        """Roll back to exactly one of a tag (by name), a snapshot id or a point in time (see cleanup.rollback).
+
+        The target is named explicitly because a periodic tag's name (`2026-11-20`) also reads as a date: a tag
+        that is gone must be an error, not a rollback to a time.
+        """
         from .cleanup import rollback
-        return rollback(self, to, dry_run, progress)
+        return rollback(self, to_tag, to_snapshot, to_time, dry_run, progress, now)
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False, *, now: Any = None,
                             progress: Any = None) -> "Any":

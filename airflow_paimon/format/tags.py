@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidOptionError, PaimonError, SnapshotNotFoundError, TagNotFoundError
+from .errors import CorruptFileError, InvalidOptionError, PaimonError, SnapshotNotFoundError, TagNotFoundError
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -221,16 +221,34 @@ class TagManager:
         return name
 
     # ---- reading ---------------------------------------------------------------------------------------
+    def _fits(self, name: str) -> bool:
+        """Whether a tag of this name can exist here: a local file name holds at most 255 bytes."""
+        return not self.io.local or len(f"{TAG_PREFIX}{name}".encode()) <= 255
+
+    def _read(self, name: str, path: str) -> Tag:
+        data = self.io.read_bytes(path)
+        try:
+            return Tag.from_json(name, data.decode("utf-8"))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            reason = "empty" if not data.strip() else str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise CorruptFileError(f"tag file {path} is not valid Paimon JSON ({reason}); restore it from a "
+                                   "backup, or delete that file to drop the tag") from None
+
     def exists(self, name: str) -> bool:
-        return self.io.exists(self.path(name))
+        return self._fits(_check_path_safe(name)) and self.io.exists(self.path(name))
 
     def get(self, name: str) -> Tag:
         try:
-            return Tag.from_json(name, self.io.read_text(self.path(name)))
+            if not self._fits(_check_path_safe(name)):
+                raise FileNotFoundError(name)
+            return self._read(name, self.path(name))
         except FileNotFoundError:
-            known = self.names()
-            hint = f"; existing tags: {', '.join(sorted(known)[:20])}" if known else "; the table has no tags"
-            raise TagNotFoundError(f"tag {name!r} does not exist on {self.table.identifier}{hint}") from None
+            known = sorted(self.names())
+            shown = ", ".join(repr(n) for n in known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20
+                                                              else "")
+            hint = f"; existing tags: {shown}" if known else "; the table has no tags"
+            what = repr(name) if len(name) <= 80 else f"{name[:40]!r}... ({len(name)} characters)"
+            raise TagNotFoundError(f"tag {what} does not exist on {self.table.identifier}{hint}") from None
 
     def names(self) -> list[str]:
         out = []
@@ -245,17 +263,10 @@ class TagManager:
         tags = []
         for name in self.names():
             try:
-                tags.append(Tag.from_json(name, self.io.read_text(f"{self.dir}/{TAG_PREFIX}{name}")))
+                tags.append(self._read(name, f"{self.dir}/{TAG_PREFIX}{name}"))
             except FileNotFoundError:
                 continue  # deleted between listing and reading
         return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
-
-    def latest_at_or_before(self, time_millis: int) -> Tag | None:
-        best = None
-        for t in self.list():
-            if t.snapshot.time_millis <= time_millis and (best is None or t.snapshot.id >= best.snapshot.id):
-                best = t
-        return best
 
     # ---- which snapshot a new tag points at ------------------------------------------------------------
     def _snapshot_by_id(self, snapshot_id: int) -> Snapshot:
@@ -274,39 +285,10 @@ class TagManager:
                 "and no tag holds it") from None
 
     def snapshot_as_of(self, when: Any) -> Snapshot:
-        """The latest snapshot committed at or before `when`, exactly, or a clear error.
-
-        Among retained snapshots the answer is exact (expiry only removes the oldest ones). When the snapshots of
-        that time have expired, a tag is used only if it provably holds the answer: the tag holds snapshot k,
-        committed at or before `when`, and snapshot k + 1 (retained or tagged) was committed after it.
-        """
+        """The latest snapshot committed at or before `when`, exactly, or a clear error (see time_travel.py)."""
         from .table import to_epoch_millis
-        millis = to_epoch_millis(when)
-        sm = self.table.snapshot_manager
-        earliest = sm.earliest_id()
-        if earliest is not None:
-            first = sm.snapshot(earliest)
-            if first.time_millis <= millis:
-                found = latest_snapshot_at_or_before(sm, millis)
-                if found is not None:
-                    return found
-        known: dict[int, Snapshot] = {t.snapshot.id: t.snapshot for t in self.list()}
-        if earliest is not None:
-            known[earliest] = sm.snapshot(earliest)
-        candidates = sorted((s for s in known.values() if s.time_millis <= millis), key=lambda s: s.id)
-        when_text = dt.datetime.fromtimestamp(millis / 1000, dt.timezone.utc).isoformat()
-        if candidates:
-            best = candidates[-1]
-            after = known.get(best.id + 1)
-            if after is not None and after.time_millis > millis:
-                return best
-            raise SnapshotNotFoundError(
-                f"the snapshot of {self.table.identifier} current at {when_text} has expired: tag(s) hold "
-                f"snapshot {best.id} from before then, but whether a later snapshot was committed before "
-                f"{when_text} is no longer known")
-        raise SnapshotNotFoundError(
-            f"{self.table.identifier} has no snapshot committed at or before {when_text} "
-            "(none was committed yet, or the snapshots of that time have expired)")
+        from .time_travel import snapshot_at
+        return snapshot_at(self.table, to_epoch_millis(when), alternative="tag a snapshot id instead").snapshot
 
     def _resolve(self, snapshot_id: int | None, as_of: Any) -> Snapshot:
         if snapshot_id is not None and as_of is not None:
@@ -375,7 +357,7 @@ class TagManager:
 
     def _try_get(self, name: str) -> Tag | None:
         try:
-            return Tag.from_json(name, self.io.read_text(self.path(name)))
+            return self._read(name, self.path(name))
         except FileNotFoundError:
             return None
 

@@ -205,7 +205,8 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         identifier (``source_format="paimon"``), a query (``source_format="sql"``), or a mapping
         ``{"path"|"table"|"sql": ..., ...}``; for a table: ``snapshot_id``/``tag``/``as_of`` (the rows at that
         point) and ``from_snapshot_id``/``from_tag``/``from_as_of`` (only the rows that differ from that point,
-        with a ``_change`` column of ``+I``/``+U``/``-D``).
+        with a ``_change`` column of ``+I``/``+U``/``-D``); an ``as_of`` whose snapshot expired fails naming the
+        closest tag unless ``"closest_tag": True`` asks to read that tag.
     :param source_format: ``parquet`` (default), ``csv`` (header line expected), ``json``, ``orc``, ``avro``,
         ``paimon`` or ``sql`` (templated).
     :param on: the columns matching source to target rows; default the target's primary key; they must include

@@ -138,7 +138,9 @@ def load_source(spark: SparkSession, source: Any, source_format: str = "parquet"
     * ``{"sql": "SELECT ..."}``;
     * ``{"table": "db.t", "snapshot_id"|"tag"|"as_of": B}`` -- the rows of a Paimon table at B (default latest);
       add ``"from_snapshot_id"|"from_tag"|"from_as_of": A`` for only the rows that differ between A and B, with a
-      ``_change`` column (+I, +U, -D); ``"warehouse"``/``"options"`` for a table of another warehouse.
+      ``_change`` column (+I, +U, -D); ``"warehouse"``/``"options"`` for a table of another warehouse;
+      ``"closest_tag": true`` to read the closest older tag when the snapshot current at an ``as_of`` time has
+      expired (otherwise that is an error; ``time_travel`` in the description says which was used).
     """
     fmt = (source_format or "parquet").lower()
     if isinstance(source, str):
@@ -161,12 +163,15 @@ def load_source(spark: SparkSession, source: Any, source_format: str = "parquet"
         else:
             raise ValueError("a Paimon table source needs a warehouse")
         table = cat.get_table(source["table"])
-        after = table.resolve_snapshot(source.get("snapshot_id"), source.get("tag"), source.get("as_of"))
+        closest = bool(source.get("closest_tag"))
+        after = table.resolve_snapshot(source.get("snapshot_id"), source.get("tag"), source.get("as_of"), closest)
         frm = {k: source.get(f"from_{k}") for k in ("snapshot_id", "tag", "as_of")}
         info: dict[str, Any] = {"kind": "table", "table": table.identifier,
                                 "snapshot_id": after.id if after is not None else None}
+        if source.get("as_of") is not None:
+            info["time_travel"] = table.time_travel(source["as_of"], closest).how
         if any(v is not None for v in frm.values()):
-            before = table.resolve_snapshot(frm["snapshot_id"], frm["tag"], frm["as_of"])
+            before = table.resolve_snapshot(frm["snapshot_id"], frm["tag"], frm["as_of"], closest)
             info.update(kind="changes", from_snapshot_id=before.id if before is not None else None)
             return read_changes_df(spark, table, before, after, columns=source.get("columns")), info
         return read_table_df(spark, table, snapshot=after, columns=source.get("columns"),

@@ -190,7 +190,8 @@ def test_expired_snapshot_is_a_clear_error_and_no_tag(table, now):
     # Keep only s4 and s5: the snapshot the 2026-11-11 tag needs (s3) is gone, and so is any proof of it.
     table.expire_snapshots(retain_min=2, older_than=utc(2026, 11, 20))
     assert [s.id for s in table.snapshots()] == [table.snapshot_ids["s4"], table.snapshot_ids["s5"]]
-    with pytest.raises(AirflowFailException, match="SnapshotNotFoundError"):
+    with pytest.raises(AirflowFailException, match="SnapshotExpiredError: the snapshots of db.orders from .* have "
+                                                   "expired"):
         CreateTagOperator(task_id="tag", table="db.orders").execute(daily(utc(2026, 11, 12)))
     assert not table.tags.exists("2026-11-11")
     # The next period is still exact: s5 is retained and s4 proves nothing between them was lost.
@@ -325,7 +326,7 @@ def test_periodic_tags_beyond_num_retained_max_expire(warehouse, now):
 def test_templated_fields():
     assert set(CreateTagOperator.template_fields) >= {"table", "tag_name", "snapshot_id", "as_of", "time_retained"}
     assert "tag_name" in DeleteTagOperator.template_fields
-    assert "to" in RollbackOperator.template_fields
+    assert {"to_tag", "to_snapshot", "to_time", "dry_run"} <= set(RollbackOperator.template_fields)
     assert {"retain_min", "retain_max", "older_than"} <= set(ExpireSnapshotsOperator.template_fields)
 
 
@@ -354,20 +355,32 @@ def test_delete_tag(table):
 def test_rollback_to_tag_and_to_snapshot_id(table):
     table.tags.create("good", snapshot_id=3)
     table.tags.create("later", snapshot_id=5)
-    dry = RollbackOperator(task_id="r", table="db.orders", to="good", dry_run=True).execute(run_context())
+    dry = RollbackOperator(task_id="r", table="db.orders", to_tag="good", dry_run=True).execute(run_context())
     assert dry["dry_run"] and sorted(dry["snapshots"]) == [4, 5]
     assert table.latest_snapshot().id == 5
 
-    result = RollbackOperator(task_id="r", table="db.orders", to="good").execute(run_context())
+    result = RollbackOperator(task_id="r", table="db.orders", to_tag="good").execute(run_context())
     assert result["rolled_back_to"] == 3
     assert result["tags"] == ["later"]
     assert table.latest_snapshot().id == 3
     assert sorted(table.read()["id"].to_pylist()) == [1, 2, 3]
 
-    RollbackOperator(task_id="r", table="db.orders", to="2").execute(run_context())
+    RollbackOperator(task_id="r", table="db.orders", to_snapshot="2").execute(run_context())
     assert table.latest_snapshot().id == 2
-    with pytest.raises(AirflowFailException, match="not a tag"):
-        RollbackOperator(task_id="r", table="db.orders", to="no-such-tag").execute(run_context())
+    with pytest.raises(AirflowFailException, match="tag 'no-such-tag' does not exist"):
+        RollbackOperator(task_id="r", table="db.orders", to_tag="no-such-tag").execute(run_context())
+
+
+def test_rollback_target_is_explicit(table):
+    with pytest.raises(ValueError, match="exactly one of to_tag, to_snapshot and to_time; got none"):
+        RollbackOperator(task_id="r", table="db.orders")
+    with pytest.raises(ValueError, match="got to_tag, to_time"):
+        RollbackOperator(task_id="r", table="db.orders", to_tag="a", to_time="2026-11-11")
+    with pytest.raises(AirflowFailException, match="in the future"):
+        RollbackOperator(task_id="r", table="db.orders", to_time="2999-01-01").execute(run_context())
+    with pytest.raises(AirflowFailException, match="dry_run must be true or false"):
+        RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe").execute(run_context())
+    assert table.latest_snapshot().id == 5
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -252,13 +252,13 @@ class UpkeepModel(RuleBasedStateMachine):
     def _rollback_target(self, kind, pick):
         if kind == "tag" and self.tags:
             name = sorted(self.tags)[pick % len(self.tags)]
-            return name, self.tags[name]["sid"], self.tags[name]["rows"]
+            return {"to_tag": name}, self.tags[name]["sid"], self.tags[name]["rows"]
         sid = sorted(self.snaps)[pick % len(self.snaps)]
         if kind == "time":
             t = self._time(sid)
             sid = max(i for i in self.snaps if self._time(i) <= t)
-            return dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc), sid, self.snaps[sid]
-        return sid, sid, self.snaps[sid]
+            return {"to_time": dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc)}, sid, self.snaps[sid]
+        return {"to_snapshot": sid}, sid, self.snaps[sid]
 
     def _apply_rollback(self, sid, rows):
         for i in [i for i in self.snaps if i > sid]:
@@ -271,7 +271,7 @@ class UpkeepModel(RuleBasedStateMachine):
         self._op()
         target, sid, rows = self._rollback_target(kind, pick)
         before = self._roots()
-        result = self.table.rollback(target)
+        result = self.table.rollback(**target)
         self._assert_freed(before)
         assert result.rolled_back_to == sid
         assert (result.restored_snapshot is not None) == (sid not in self.snaps)
@@ -296,7 +296,7 @@ class UpkeepModel(RuleBasedStateMachine):
             elif which == "retain":
                 self.table.expire_snapshots(retain_min=3, retain_max=1)
             elif which == "target":
-                self.table.rollback("no-such-thing")
+                self.table.rollback(to_tag="no-such-thing")
             else:
                 self.table.remove_orphan_files(older_than="soon")
         assert all_files(self.table.path) == before
@@ -313,7 +313,7 @@ class UpkeepModel(RuleBasedStateMachine):
             elif op == "rollback":
                 target, sid, rows = self._rollback_target("tag" if pick % 2 else "snapshot", pick)
                 restored_rows = (sid, rows)
-                self.table.rollback(target)
+                self.table.rollback(**target)
             elif self.tags:
                 self.table.tags.delete(sorted(self.tags)[pick % len(self.tags)])
         except FailAfter.Crash:

@@ -36,7 +36,7 @@ def test_rollback_to_snapshot_id(history):
     for sid in (3, 4, 5):
         newer_only |= live_data_paths(t, t.snapshot(sid))
     newer_only -= live_data_paths(t, t.snapshot(1)) | live_data_paths(t, t.snapshot(2))
-    result = t.rollback(2)
+    result = t.rollback(to_snapshot=2)
     assert result.snapshots == [5, 4, 3] and result.tags == ["four"] and result.rolled_back_to == 2
     assert set(result.data_files) == newer_only
     assert t.snapshot_manager.ids() == [1, 2]
@@ -58,9 +58,9 @@ def test_rollback_to_snapshot_id(history):
 
 def test_rollback_to_tag_and_to_numeric_string(history):
     t = history
-    assert t.rollback("four").rolled_back_to == 4
+    assert t.rollback(to_tag="four").rolled_back_to == 4
     assert t.snapshot_manager.ids() == [1, 2, 3, 4]
-    assert t.rollback("3").rolled_back_to == 3
+    assert t.rollback(to_snapshot="3").rolled_back_to == 3
     assert t.tags.names() == ["two"]  # "four" was on snapshot 4 > 3
     check_all_readable(t)
 
@@ -69,8 +69,8 @@ def test_rollback_to_time(history):
     t = history
     s3 = t.snapshot(3)
     when = dt.datetime.fromtimestamp((s3.time_millis + 1) / 1000, dt.timezone.utc)
-    assert t.rollback(when).rolled_back_to == 3
-    assert t.rollback(when.isoformat()).rolled_back_to == 3  # already there: nothing newer
+    assert t.rollback(to_time=when).rolled_back_to == 3
+    assert t.rollback(to_time=when.isoformat()).rolled_back_to == 3  # already there: nothing newer
     assert t.snapshot_manager.ids() == [1, 2, 3]
 
 
@@ -80,7 +80,7 @@ def test_rollback_to_a_tag_whose_snapshot_expired_restores_it(history):
     reads = snapshot_reads(t)
     t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [5]
-    result = t.rollback("two")
+    result = t.rollback(to_tag="two")
     assert result.restored_snapshot == 2 and result.snapshots == [5] and result.tags == ["four"]
     assert t.snapshot_manager.ids() == [2]
     doc = json.loads(open(f"{t.path}/snapshot/snapshot-2").read())
@@ -97,48 +97,49 @@ def test_rollback_to_a_tag_whose_snapshot_expired_restores_it(history):
 def test_rollback_by_snapshot_id_held_only_by_a_tag(history):
     t = history
     t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
-    assert t.rollback(4).restored_snapshot == 4
+    assert t.rollback(to_snapshot=4).restored_snapshot == 4
     assert t.snapshot_manager.ids() == [4]
 
 
 def test_dry_run(history):
     t = history
     before = tree_hashes(t.path)
-    plan = t.rollback("two", dry_run=True)
+    plan = t.rollback(to_tag="two", dry_run=True)
     assert plan.dry_run and plan.snapshots == [5, 4, 3] and plan.data_files
     assert tree_hashes(t.path) == before
-    done = t.rollback("two")
+    done = t.rollback(to_tag="two")
     assert sorted(done.files) == sorted(plan.files) and done.bytes_freed == plan.bytes_freed
 
 
 @pytest.mark.parametrize("target, error", [
-    ("nope", InvalidOptionError),
-    (99, SnapshotNotFoundError),
-    ("99", SnapshotNotFoundError),
-    (0, InvalidOptionError),
-    (-1, InvalidOptionError),
-    ("1999-01-01", SnapshotNotFoundError),
-    (dt.datetime(1999, 1, 1, tzinfo=dt.timezone.utc), SnapshotNotFoundError),
-    ("", InvalidOptionError),
-    (None, InvalidOptionError),
-    (True, InvalidOptionError),
-    (["two"], InvalidOptionError),
+    ({"to_tag": "nope"}, TagNotFoundError),
+    ({"to_snapshot": 99}, SnapshotNotFoundError),
+    ({"to_snapshot": "99"}, SnapshotNotFoundError),
+    ({"to_snapshot": 0}, InvalidOptionError),
+    ({"to_snapshot": -1}, InvalidOptionError),
+    ({"to_time": "1999-01-01"}, SnapshotNotFoundError),
+    ({"to_time": dt.datetime(1999, 1, 1, tzinfo=dt.timezone.utc)}, SnapshotNotFoundError),
+    ({"to_tag": ""}, InvalidOptionError),
+    ({}, InvalidOptionError),
+    ({"to_snapshot": True}, InvalidOptionError),
+    ({"to_tag": ["two"]}, InvalidOptionError),
+    ({"to_tag": "two", "to_time": "1999-01-01"}, InvalidOptionError),
 ])
 def test_bad_targets_change_nothing(history, target, error):
     before = tree_hashes(history.path)
     with pytest.raises(error):
-        history.rollback(target)
+        history.rollback(**target)
     assert tree_hashes(history.path) == before
 
 
 def test_crash_during_rollback_leaves_a_consistent_table(history, monkeypatch):
     t = history
     reads = snapshot_reads(t)
-    total = len(t.rollback("two", dry_run=True).files)
+    total = len(t.rollback(to_tag="two", dry_run=True).files)
     for n in range(0, total + 1, 2):
         fail = FailAfter(monkeypatch, t.io, n)
         try:
-            t.rollback("two")
+            t.rollback(to_tag="two")
         except FailAfter.Crash:
             pass
         fail.undo()
@@ -154,7 +155,7 @@ def test_crash_then_commit_never_leaves_a_tag_on_a_reused_snapshot_id(history, m
     t = history                               # snapshots 1..5, tags two (2), four (4)
     fail = FailAfter(monkeypatch, t.io, 2)    # the tag "four" and snapshot 5 go, then the crash
     with pytest.raises(FailAfter.Crash):
-        t.rollback(2)
+        t.rollback(to_snapshot=2)
     fail.undo()
     assert t.tags.names() == ["two"]          # newer tags go before any snapshot id can be reused
     assert t.snapshot_manager.ids() == [1, 2, 3, 4]
@@ -162,7 +163,7 @@ def test_crash_then_commit_never_leaves_a_tag_on_a_reused_snapshot_id(history, m
     upsert(t, [77], 77)                       # the user carries on instead of re-running the rollback
     assert t.latest_snapshot().id == 5
     check_all_readable(t)
-    assert t.rollback("two").rolled_back_to == 2
+    assert t.rollback(to_tag="two").rolled_back_to == 2
 
 
 def test_crash_after_restoring_keeps_the_newer_snapshots_latest(history, monkeypatch):
@@ -171,13 +172,13 @@ def test_crash_after_restoring_keeps_the_newer_snapshots_latest(history, monkeyp
     reads = snapshot_reads(t)
     fail = FailAfter(monkeypatch, t.io, 1)    # tag "four" goes, snapshot 2 is written back, then the crash
     with pytest.raises(FailAfter.Crash):
-        t.rollback("two")
+        t.rollback(to_tag="two")
     fail.undo()
     assert t.snapshot_manager.ids() == [2, 4, 5]
     assert t.latest_snapshot().id == 5        # not the restored snapshot: the history is unchanged
     assert rows(t.read()) == reads[("snapshot", 5)]
     check_all_readable(t)
-    result = t.rollback("two")                # re-running finishes the job
+    result = t.rollback(to_tag="two")         # re-running finishes the job
     assert result.snapshots == [5, 4] and t.snapshot_manager.ids() == [2]
     assert t.latest_snapshot().id == 2 and rows(t.read()) == reads[("tag", "two")]
 
@@ -188,11 +189,11 @@ def test_time_targets_work_in_a_crashed_rollback_state(history, monkeypatch):
     s4 = t.snapshot(4)
     fail = FailAfter(monkeypatch, t.io, 1)
     with pytest.raises(FailAfter.Crash):
-        t.rollback("two")
+        t.rollback(to_tag="two")
     fail.undo()
     os.remove(f"{t.path}/snapshot/EARLIEST")                                 # only the listing is left
     assert t.snapshot_manager.ids() == [2, 4, 5]
     assert t.tags.create("at4", as_of=s4.time_millis).snapshot_id == 4
-    assert t.rollback(dt.datetime.fromtimestamp(s4.time_millis / 1000, dt.timezone.utc)).rolled_back_to == 4
+    assert t.rollback(to_time=dt.datetime.fromtimestamp(s4.time_millis / 1000, dt.timezone.utc)).rolled_back_to == 4
     assert t.snapshot_manager.ids() == [2, 4]
     check_all_readable(t)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import multiprocessing
+import os
 import random
+import threading
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -116,10 +118,58 @@ def test_lost_race_replans_or_reports_conflict(catalog):
     base = t.latest_snapshot()
     mine = w.write(orders([1], version=7), base_snapshot=base)
     t.commit(w.write(orders([1], version=8), base_snapshot=base))
-    with pytest.raises(CommitConflictError, match="bucket"):
+    mine_paths = [f"{t.bucket_dir((), m.bucket)}/{f.file_name}" for m in mine for f in m.new_files]
+    assert all(os.path.exists(p) for p in mine_paths)
+    with pytest.raises(CommitConflictError, match="bucket.*the 1 data file.s. it wrote were deleted"):
         t.commit(mine, base_snapshot_id=base.id)
     assert t.latest_snapshot().id == base.id + 1
     assert rows_by_id(t.read())[1]["name"] == "n1-v8"
+    assert not any(os.path.exists(p) for p in mine_paths)   # a lost race leaves no orphans behind
+
+
+def _data_files_on_disk(table) -> set[str]:
+    return {f for d, _, files in os.walk(table.path) if "/bucket-" in d + "/" for f in files}
+
+
+def _data_files_referenced(table) -> set[str]:
+    names = set()
+    for sid in table.snapshot_manager.ids():
+        names |= {e.file.file_name for e in table.file_entries(table.snapshot(sid))}
+    return names
+
+
+@pytest.mark.parametrize("pk", [True, False])
+def test_racing_writers_all_land_and_leave_no_unreferenced_files(catalog, pk):
+    """Real writers (threads, each with its own table handle and commit user) race for the same buckets; every
+    write lands, and every data file on disk is one a snapshot references."""
+    name = "db.race_pk" if pk else "db.race_append"
+    options = {"bucket": "1"} if pk else {}
+    catalog.create_table(name, ORDERS, primary_keys=["id"] if pk else [], options=options)
+    writers, commits = 4, 8
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def run(w: int) -> None:
+        table = catalog.get_table(name)
+        barrier.wait()
+        try:
+            for i in range(commits):
+                table.write(orders([w * 100 + i, 1000 + i], version=w))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    t = catalog.get_table(name)
+    assert t.latest_snapshot().id == writers * commits
+    assert _data_files_on_disk(t) == _data_files_referenced(t)
+    data = t.read()
+    assert set(data["id"].to_pylist()) >= {w * 100 + i for w in range(writers) for i in range(commits)}
+    assert data.num_rows == (writers * commits + commits if pk else 2 * writers * commits)
 
 
 def _write_in_child(args):

@@ -188,7 +188,7 @@ def test_list_get_and_missing(table):
     table.tags.create("a", snapshot_id=2)
     table.tags.create("c", snapshot_id=2)
     assert [t.name for t in table.tags.list()] == ["b", "a", "c"]
-    with pytest.raises(TagNotFoundError, match="existing tags: a, b, c"):
+    with pytest.raises(TagNotFoundError, match="existing tags: 'a', 'b', 'c'"):
         table.tags.get("zz")
 
 
@@ -295,19 +295,21 @@ def test_read_tag_and_as_of(table):
     assert rows(table.read(as_of=iso)) == rows(table.read())
     with pytest.raises(TagNotFoundError):
         table.read(tag="nope")
-    with pytest.raises(SnapshotNotFoundError, match="no snapshot or tag"):
+    with pytest.raises(SnapshotNotFoundError, match="its first commit"):
         table.read(as_of=s[0].time_millis - 1)
 
 
-def test_as_of_falls_back_to_a_tag_when_snapshots_expired(table):
+def test_as_of_after_expiry_names_the_tag_or_reads_it_when_asked(table):
     s2 = table.snapshot(2)
     table.tags.create("two", snapshot_id=2)
     upsert(table, [50], 5)
     table.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert table.snapshot_manager.ids() == [4]
-    # snapshot 2 expired; the latest tag at or before the time answers
-    assert rows(table.read(as_of=s2.time_millis + 1)) == rows(table.read(tag="two"))
-    with pytest.raises(SnapshotNotFoundError, match="have expired and no tag covers it"):
+    # snapshot 2 expired and snapshot 3 is unknown: the tag may be older than what was current then
+    with pytest.raises(SnapshotNotFoundError, match="closest tag is 'two'"):
+        table.read(as_of=s2.time_millis + 1)
+    assert rows(table.read(as_of=s2.time_millis + 1, closest_tag=True)) == rows(table.read(tag="two"))
+    with pytest.raises(SnapshotNotFoundError, match="have expired: the oldest known is snapshot 2"):
         table.read(as_of=s2.time_millis - 1)
 
 

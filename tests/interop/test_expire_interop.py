@@ -135,7 +135,7 @@ def test_upkeep_of_a_pypaimon_table_keeps_pypaimon_reading(tmp_path):
 
     # rollback to our tag on an expired snapshot: it is written back as snapshot 3, pypaimon reads it and
     # commits on top of it
-    rolled = table.rollback("ours-three")
+    rolled = table.rollback(to_tag="ours-three")
     assert rolled.restored_snapshot == 3
     more = run_pypaimon(WRITE_MORE, {"warehouse": wh})
     assert sorted(more["snapshots"]) == ["3", "4"]

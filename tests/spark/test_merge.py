@@ -348,6 +348,29 @@ def test_source_table_at_a_tag_and_changes_between_tags(spark, warehouse, tmp_pa
     assert 99 in {x["id"] for x in table_rows(cat)}
 
 
+def test_source_table_as_of_an_expired_time_needs_closest_tag(spark, warehouse):
+    """A source read by time whose snapshot expired is an error naming the closest tag; `closest_tag` reads that
+    tag and the merge's source description says so."""
+    from airflow_paimon.format import SnapshotExpiredError
+
+    cat = warehouse
+    make_target(cat, rows=[row(i) for i in range(5)])
+    src = cat.create_table("db.src", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    first = src.write(pa.Table.from_pylist([row(i, 1) for i in range(10)], schema=SCHEMA))
+    src.create_tag("a")
+    src.write(pa.Table.from_pylist([row(i, 2) for i in range(10)], schema=SCHEMA))
+    src.write(pa.Table.from_pylist([row(i, 3) for i in range(10)], schema=SCHEMA))
+    src.expire_snapshots(retain_min=1, older_than="2100-01-01", max_deletes=10)
+    when = first.time_millis + 1
+    before = table_rows(cat)
+    with pytest.raises(SnapshotExpiredError, match="closest tag is 'a'"):
+        merge(spark, cat, {"table": "db.src", "as_of": when}, source_format="paimon")
+    check(cat, before)
+    r = merge(spark, cat, {"table": "db.src", "as_of": when, "closest_tag": True}, source_format="paimon")
+    assert r["source"]["time_travel"] == "closest-tag" and r["source"]["snapshot_id"] == first.id
+    check(cat, [row(i, 1) for i in range(10)], keys=("id",))
+
+
 def test_an_empty_increment_folder_changes_nothing_and_task_errors_stay_clear(spark, target, tmp_path):
     from airflow_paimon.format.errors import InvalidDataError
 
