@@ -6,14 +6,15 @@ Changes (made with the `SchemaChange` factory methods, the names pypaimon uses):
 * ``add_column(name, type)``: a nullable column with a new field id (``highestFieldId + 1``), last, or before
   the partition columns when the table sets ``add-column-before-partition``;
 * ``rename_column(name, new_name)``: the field keeps its id, so data files written before read their values under
-  the new name; ``bucket-key``, ``sequence.field`` and ``fields.<name>.*`` options follow the rename;
+  the new name; the primary key and the ``bucket-key``, ``sequence.field`` and ``fields.<name>.*`` options follow
+  the rename;
 * ``drop_column(name)``: the field and its id leave the schema; a column added later under the same name has a
   new id and reads NULL in files written before;
 * ``update_column_type(name, type)``: widening only (see `widens`), nullability kept.
 
 Like Paimon, partition columns cannot be renamed, dropped or retyped, and primary-key columns cannot be dropped or
-retyped. Renaming a primary-key column is refused here (Paimon releases differ on it, and the key is part of
-every data file's `_KEY_` columns). Paimon also allows explicit, lossy casts (``BIGINT`` to ``INT``, ``STRING`` to
+retyped (they can be renamed: keys are matched by field id too, and their values, hence buckets, stay the same).
+Paimon also allows explicit, lossy casts (``BIGINT`` to ``INT``, ``STRING`` to
 ``INT``) unless ``disable-explicit-type-casting`` is set; this library only widens, so no value ever changes.
 Files written by other engines after such a change are still read (see evolution.py).
 """
@@ -172,7 +173,7 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
         raise SchemaChangeError("no schema change given")
     fields = list(old.fields)
     highest = old.highest_field_id
-    primary, partition = set(old.primary_keys), set(old.partition_keys)
+    primary, partition = list(old.primary_keys), set(old.partition_keys)
     options = dict(old.options)
     for change in changes:
         if not isinstance(change, SchemaChange):
@@ -193,13 +194,11 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
             i = _find(fields, name, identifier)
             if name in partition:
                 raise SchemaChangeError(f"Cannot rename partition column: [{name}]")
-            if name in primary:
-                raise SchemaChangeError(f"Cannot rename primary key column: [{name}] (data files store the key "
-                                        "under its name)")
             if "rowkind.field" in _option_users(options, name):
                 raise SchemaChangeError(f"Cannot rename column {name}: option rowkind.field names it")
             _absent(fields, change.new_name, identifier)
             fields[i] = replace(fields[i], name=change.new_name)
+            primary = [change.new_name if k == name else k for k in primary]
             options = _rename_in_options(options, name, change.new_name)
         elif change.action == "drop":
             i = _find(fields, name, identifier)
@@ -227,7 +226,7 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
         else:
             raise SchemaChangeError(f"unknown schema change {change.action!r}")
     new = TableSchema(id=old.id + 1, fields=tuple(fields), highest_field_id=highest,
-                      partition_keys=old.partition_keys, primary_keys=old.primary_keys, options=options,
+                      partition_keys=old.partition_keys, primary_keys=tuple(primary), options=options,
                       comment=old.comment, time_millis=int(time.time() * 1000))
     new.validate()
     TableOptions.parse(new.options, bool(new.primary_keys))

@@ -173,6 +173,20 @@ def test_rename_carries_options_that_name_the_column(catalog):
     assert rows(t)[0]["m"] == 1
 
 
+def test_renamed_primary_key_keeps_matching_keys_and_buckets(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id"], options={"bucket": "3"})
+    t.write(kv_rows(range(10)))
+    t.alter(SchemaChange.rename_column("id", "key"))
+    assert t.primary_keys == ["key"] and t.bucket_keys == ["key"]
+    t.write(kv_rows([3, 12], v="y").rename_columns(["key", "v", "n", "f"]))
+    got = {r["key"]: r["v"] for r in t.read().to_pylist()}
+    assert got == {**{i: f"x{i}" for i in range(10)}, 3: "y3", 12: "y12"}
+    assert t.read(filter=ds.field("key") == 4).column("v").to_pylist() == ["x4"]
+    compact(t)
+    assert {r["key"]: r["v"] for r in t.read().to_pylist()} == got
+    assert sum(len(s.files) for s in t.plan()) == 3       # one file per bucket: the new keys met the old ones
+
+
 def test_add_column_before_partition(catalog):
     t = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string()), ("dt", pa.string())]),
                              partition_keys=["dt"], options={"add-column-before-partition": "true"})
@@ -185,7 +199,6 @@ def test_add_column_before_partition(catalog):
     (SchemaChange.drop_column("dt"), "Cannot drop partition key or primary key: [dt]"),
     (SchemaChange.update_column_type("dt", "VARCHAR(20)"), "Cannot update partition column: [dt]"),
     (SchemaChange.drop_column("id"), "Cannot drop partition key or primary key: [id]"),
-    (SchemaChange.rename_column("id", "key"), "Cannot rename primary key column: [id]"),
     (SchemaChange.update_column_type("id", "DECIMAL(30, 0)"), "Cannot update primary key"),
     (SchemaChange.update_column_type("n", "SMALLINT"), "Column type n[INT] cannot be converted to SMALLINT"),
     (SchemaChange.update_column_type("f", "INT"), "Column type f[FLOAT] cannot be converted to INT"),
