@@ -4,7 +4,8 @@ Pruning uses pyarrow's own expression simplification: each file becomes a datase
 expression" states what is known about all its rows (partition values; key ranges; for append tables, column
 ranges from the manifest statistics), and `get_fragments(filter=...)` drops fragments the filter cannot match.
 Value statistics never prune files of primary-key tables: an older version of a row may not match while the
-newest does, so only partition and key ranges are safe there.
+newest does, so only partition and key ranges are safe there. Statistics describe the columns of the schema a
+file was written with; they are decoded with that schema and carried to the current columns by field id.
 """
 
 from __future__ import annotations

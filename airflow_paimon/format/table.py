@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import getpass
 import uuid
@@ -85,6 +86,14 @@ class Table:
         if got is None:
             got = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
         return got
+
+    def at_schema(self, schema_id: int) -> "Table":
+        """This table seen through another of its schemas (same files, same snapshots)."""
+        if schema_id == self._schema.id:
+            return self
+        view = copy.copy(self)
+        view._use_schema(self.schema_by_id(schema_id))
+        return view
 
     def alter(self, *changes: SchemaChange) -> TableSchema:
         """Apply schema changes (``SchemaChange.add_column(...)``, ``rename_column``, ``drop_column``,

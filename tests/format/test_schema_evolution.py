@@ -152,6 +152,17 @@ def test_a_writer_that_opened_the_table_before_a_change_stays_correct(catalog):
     assert rows(catalog.get_table("db.t")) == [{"id": 1, "w": "old-name"}]
 
 
+def test_compaction_by_a_table_opened_before_a_change_keeps_the_new_columns(table, catalog):
+    stale = catalog.get_table("db.t")
+    table.write(kv_rows([1, 2]))
+    table.alter(SchemaChange.add_column("z", pa.int64()), SchemaChange.rename_column("v", "w"))
+    table.write(kv_rows([3]).rename_columns(["id", "w", "n", "f"]).append_column("z", pa.array([33], pa.int64())))
+    expected = rows(table)
+    assert compact(stale) is not None
+    assert rows(catalog.get_table("db.t")) == expected
+    assert [r["z"] for r in expected] == [None, None, 33]
+
+
 def test_concurrent_changes_apply_on_top_of_each_other(catalog):
     a = catalog.create_table("db.t", KV, primary_keys=["id"])
     b = catalog.get_table("db.t")
