@@ -11,6 +11,7 @@ from .errors import (CommitConflictError, InvalidDataError, InvalidOptionError, 
                      SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError, TagNotFoundError,
                      UnsupportedTableError)
 from .scan import Split
+from .schema_change import SchemaChange, SchemaChangeError
 from .snapshot import Snapshot
 from .table import Table
 from .tags import Tag
@@ -19,5 +20,5 @@ __all__ = [
     "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage",
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
     "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "TagNotFoundError",
-    "CommitConflictError", "InvalidDataError",
+    "CommitConflictError", "InvalidDataError", "SchemaChange", "SchemaChangeError",
 ]
