@@ -8,9 +8,10 @@
 from .catalog import Catalog
 from .commit import CommitMessage
 from .errors import (CommitConflictError, InvalidDataError, InvalidOptionError, PaimonError, SchemaMismatchError,
-                     SnapshotExpiredError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError, TagNotFoundError,
-                     UnsupportedTableError)
+                     SnapshotExpiredError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError,
+                     TagNotFoundError, UnsupportedTableError)
 from .scan import Split
+from .schema_change import SchemaChange, SchemaChangeError
 from .snapshot import Snapshot
 from .table import Table
 from .tags import Tag
@@ -19,5 +20,5 @@ __all__ = [
     "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage",
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
     "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError",
-    "CommitConflictError", "InvalidDataError",
+    "CommitConflictError", "InvalidDataError", "SchemaChange", "SchemaChangeError",
 ]

@@ -128,7 +128,10 @@ class FileStoreCommit:
             if latest is not None and base_snapshot_id is not None and latest.id != base_snapshot_id:
                 self._check_conflicts(base_snapshot_id, latest, entries)
             base_metas = self._base_manifests(latest)
-            delta_meta = self.manifests.write_entries(entries, self.table.schema().id,
+            # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
+            # opened the table before a schema change (its files record the schema they were written with).
+            schema_id = max(self.table.schema().id, self.table.schema_manager.latest_id() or 0)
+            delta_meta = self.manifests.write_entries(entries, schema_id,
                                                       self.table.partition_stats([e.partition for e in entries]))
             written.append(delta_meta.file_name)
             base_metas, new_manifest_files = self._maybe_merge(base_metas)
@@ -142,7 +145,7 @@ class FileStoreCommit:
             new_id = latest.id + 1 if latest is not None else 1
             snap = Snapshot(
                 id=new_id,
-                schema_id=self.table.schema().id,
+                schema_id=schema_id,
                 base_manifest_list=base_list,
                 base_manifest_list_size=base_size,
                 delta_manifest_list=delta_list,

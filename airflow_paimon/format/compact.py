@@ -154,6 +154,11 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
 
 def compact_split(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
     """Compact one split (a primary-key bucket, or an append table's partition)."""
+    newest = max((f.schema_id for f in split.files), default=table.schema().id)
+    if newest > table.schema().id:
+        # Some files were written under a schema newer than this Table object's (changed after it was opened):
+        # rewriting them with the older schema would drop what the newer writers stored in added columns.
+        table = table.at_schema(newest)
     if table.is_primary_key:
         return compact_primary_key_bucket(table, split, target_size)
     return compact_append_files(table, split, target_size)

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .data_file import DELETE, UPDATE_BEFORE
+from .evolution import file_columns, read_data_file
 from .scan import Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 from .write import last_of_each_key
@@ -27,22 +27,13 @@ if TYPE_CHECKING:
 
 
 def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
-    """Each file's `columns`, in `schema`'s types; columns a file lacks (older schemas) read as nulls."""
+    """Each file's `columns` in `schema`'s types, found in the file by field id (see evolution.py)."""
+    current = table.schema()
     out = []
     for meta in split.files:
-        path = table.io.fs_path(table.data_file_path(split.partition, split.bucket, meta))
-        try:
-            data = pq.read_table(path, columns=columns, filesystem=table.io.fs)
-        except (pa.ArrowInvalid, KeyError):
-            import pyarrow.dataset as ds  # imported when needed: it loads pandas, a second of start-up
-
-            fmt = ds.ParquetFileFormat()
-            frag = fmt.make_fragment(path, table.io.fs)
-            data = ds.FileSystemDataset([frag], schema, fmt, table.io.fs).to_table(columns=columns)
-        target = pa.schema([schema.field(c) for c in columns])
-        if data.schema != target:
-            data = data.cast(target)
-        out.append(data)
+        path = table.data_file_path(split.partition, split.bucket, meta)
+        where = file_columns(current, table.schema_by_id(meta.schema_id), columns)
+        out.append(read_data_file(table.io, path, where, schema))
     return out
 
 

@@ -4,7 +4,8 @@ Pruning uses pyarrow's own expression simplification: each file becomes a datase
 expression" states what is known about all its rows (partition values; key ranges; for append tables, column
 ranges from the manifest statistics), and `get_fragments(filter=...)` drops fragments the filter cannot match.
 Value statistics never prune files of primary-key tables: an older version of a row may not match while the
-newest does, so only partition and key ranges are safe there.
+newest does, so only partition and key ranges are safe there. Statistics describe the columns of the schema a
+file was written with; they are decoded with that schema and carried to the current columns by field id.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .manifest import DataFileMeta, ManifestEntry
+from .evolution import monotonic_cast
+from .manifest import DataFileMeta, ManifestEntry, SimpleStats
+from .schema import TableSchema
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -67,6 +70,16 @@ def _range_expr(name: str, t: pa.DataType, lo: Any, hi: Any) -> ds.Expression | 
         return None
 
 
+def _cast_bound(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
+    """A statistics bound in the current type; None (no bound) when it does not convert exactly."""
+    if value is None:
+        return None
+    try:
+        return pa.scalar(value, type=source).cast(target, safe=True).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
+        return None
+
+
 def _and(parts: list[ds.Expression]) -> ds.Expression:
     import pyarrow.dataset as ds
 
@@ -91,32 +104,48 @@ class ScanPlanner:
         return out
 
     def _file_guarantee(self, meta: DataFileMeta) -> list[ds.Expression]:
-        out = []
+        """What the file's statistics prove about all its rows, in current column names.
+
+        Statistics describe the columns of the schema the file was written with: they are decoded with that
+        schema's names and types and carried over to the current columns by field id; a column whose type
+        changed since keeps its bounds only when the cast keeps the order of values. Columns added after the
+        file was written are NULL in all its rows.
+        """
+        written = self.table.schema_by_id(meta.schema_id)
         if self.table.is_primary_key:
-            keys = self.schema.trimmed_primary_keys
-            types = [self.schema.arrow_type(k) for k in keys]
-            if meta.key_stats.min_values and len(keys) >= 1:
-                try:
-                    mins = deserialize_row(meta.key_stats.min_values, types)
-                    maxs = deserialize_row(meta.key_stats.max_values, types)
-                except Exception:  # stats of an unexpected shape: do not prune with them
-                    return out
-                for k, t, lo, hi in zip(keys, types, mins, maxs):
-                    e = _range_expr(k, t, lo, hi)
-                    if e is not None:
-                        out.append(e)
-            return out
-        if meta.schema_id != self.schema.id or not meta.value_stats.min_values:
-            return out
-        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else self.schema.field_names
+            if not meta.key_stats.min_values:
+                return []
+            return self._ranges(written, written.trimmed_primary_keys, meta.key_stats)
+        if not meta.value_stats.min_values:
+            return []
+        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else written.field_names
+        out = self._ranges(written, names, meta.value_stats)
+        if written.id != self.schema.id:
+            import pyarrow.dataset as ds
+
+            old_ids = {f.id for f in written.fields}
+            out += [ds.field(f.name).is_null() for f in self.schema.fields if f.id not in old_ids]
+        return out
+
+    def _ranges(self, written: TableSchema, names: list[str], stats: SimpleStats) -> list[ds.Expression]:
         try:
-            types = [self.schema.arrow_type(n) for n in names]
-            mins = deserialize_row(meta.value_stats.min_values, types)
-            maxs = deserialize_row(meta.value_stats.max_values, types)
-        except Exception:
-            return out
-        for n, t, lo, hi in zip(names, types, mins, maxs):
-            e = _range_expr(n, t, lo, hi)
+            old_types = [written.arrow_type(n) for n in names]
+            mins = deserialize_row(stats.min_values, old_types)
+            maxs = deserialize_row(stats.max_values, old_types)
+        except Exception:  # stats of an unexpected shape: do not prune with them
+            return []
+        current = {f.id: f.name for f in self.schema.fields}
+        out = []
+        for n, old_type, lo, hi in zip(names, old_types, mins, maxs):
+            name = current.get(written.field(n).id)
+            if name is None:
+                continue
+            t = self.schema.arrow_type(name)
+            if t != old_type:
+                if not monotonic_cast(old_type, t):
+                    continue
+                lo, hi = _cast_bound(lo, old_type, t), _cast_bound(hi, old_type, t)
+            e = _range_expr(name, t, lo, hi)
             if e is not None:
                 out.append(e)
         return out

@@ -178,6 +178,10 @@ class SchemaManager:
         ids = self.ids()
         return self.schema(ids[-1]) if ids else None
 
+    def latest_id(self) -> int | None:
+        ids = self.ids()
+        return ids[-1] if ids else None
+
     def schema(self, schema_id: int) -> TableSchema:
         try:
             return TableSchema.from_json(self.io.read_text(self.path(schema_id)))

@@ -198,25 +198,13 @@ def files_table(table: "Table", snapshot_id: int | None = None, tag: str | None 
     snap = table.resolve_snapshot(snapshot_id, tag, as_of)
     if snap is None:
         return FILES_SCHEMA.empty_table()
-    schemas: dict[int, Any] = {}
-
-    def schema_of(sid: int):
-        got = schemas.get(sid)
-        if got is None:
-            try:
-                got = table.schema_manager.schema(sid)
-            except Exception:
-                got = table.schema()
-            schemas[sid] = got
-        return got
-
     codec = table.partition_codec
     has_partitions = bool(table.partition_keys)
     rows = []
     for e in table.file_entries(snap):
         f = e.file
         part = codec.from_bytes(e.partition) if has_partitions else ()
-        fs = schema_of(f.schema_id)
+        fs = table.schema_by_id(f.schema_id)
         key_names = fs.trimmed_primary_keys if fs.primary_keys else []
         min_key = max_key = None
         if key_names and f.min_key not in (b"", EMPTY_ROW):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import getpass
 import time
@@ -20,6 +21,7 @@ from .partition import PartitionCodec
 from .read import read_splits
 from .scan import ScanPlanner, Split
 from .schema import SchemaManager, TableSchema
+from .schema_change import SchemaChange, commit_schema_changes
 from .snapshot import Snapshot, SnapshotManager
 from .write import TableWrite
 
@@ -60,13 +62,20 @@ class Table:
         schema = self.schema_manager.latest()
         if schema is None:
             raise TableNotFoundError(f"table {identifier!r} does not exist at {self.path}")
-        schema.validate()
-        self._schema = schema
-        self.core_options = TableOptions.parse(schema.options, bool(schema.primary_keys))
-        for f in self.core_options.sequence_fields:
-            schema.field(f)
-        self.manifest_io = ManifestIO(io, self.path, schema.options.get("manifest.compression", "zstd"))
+        self._schemas: dict[int, TableSchema] = {}
+        self._use_schema(schema)
         self.default_commit_user = f"{getpass.getuser()}-{uuid.uuid4()}"
+
+    def _use_schema(self, schema: TableSchema) -> None:
+        schema.validate()
+        core_options = TableOptions.parse(schema.options, bool(schema.primary_keys))
+        for f in core_options.sequence_fields:
+            schema.field(f)
+        self._schema = schema
+        self._schemas[schema.id] = schema
+        self.core_options = core_options
+        self.manifest_io = ManifestIO(self.io, self.path, schema.options.get("manifest.compression", "zstd"))
+        self.__dict__.pop("partition_codec", None)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -76,6 +85,33 @@ class Table:
     # ---- metadata --------------------------------------------------------------------------------
     def schema(self) -> TableSchema:
         return self._schema
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        """The schema a data file was written with (its `schema_id`); schema files never change, so they are
+        read once."""
+        got = self._schemas.get(schema_id)
+        if got is None:
+            got = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
+        return got
+
+    def at_schema(self, schema_id: int) -> "Table":
+        """This table seen through another of its schemas (same files, same snapshots)."""
+        if schema_id == self._schema.id:
+            return self
+        view = copy.copy(self)
+        view._use_schema(self.schema_by_id(schema_id))
+        return view
+
+    def alter(self, *changes: SchemaChange) -> TableSchema:
+        """Apply schema changes (``SchemaChange.add_column(...)``, ``rename_column``, ``drop_column``,
+        ``update_column_type``) as one new schema, as Paimon's ``ALTER TABLE`` does; returns it.
+
+        Nothing is rewritten: data files keep the schema they were written with and are read through field ids.
+        A bad change raises before anything is written; a concurrent schema change is retried on top of it.
+        """
+        new = commit_schema_changes(self.schema_manager, changes, self.identifier)
+        self._use_schema(new)
+        return new
 
     def arrow_schema(self) -> pa.Schema:
         return self._schema.logical_arrow_schema()

@@ -1,14 +1,18 @@
-"""Model-based test of table upkeep: random commits (inserts, updates, deletes, compactions), tag creation,
-deletion, renaming and replacing, snapshot expiry with random retention, tag expiry, rollback, orphan cleanup and
-crashes in the middle of destructive operations, checked against a simple in-memory model after every step:
+"""Model-based test of table upkeep: random commits (inserts, updates, deletes, compactions), schema changes
+(columns added, renamed, dropped, re-added under an old name, widened), tag creation, deletion, renaming and
+replacing, snapshot expiry with random retention, tag expiry, rollback, orphan cleanup and crashes in the middle
+of destructive operations, checked against a simple in-memory model after every step:
 
-* the retained snapshots and the tags are exactly the model's, and each reads exactly the model's rows;
+* the retained snapshots and the tags are exactly the model's, and each reads exactly the model's rows (every
+  snapshot is read with the current schema: the model keeps values by field id, so a renamed column shows its
+  old values, a column added since reads NULL in old rows, a dropped one is gone for good);
 * no file any retained snapshot or tag references (data files it reads, manifest lists, manifests) is missing;
 * after orphan cleanup (with `older_than` in the future, so every unreferenced file is eligible) no unreferenced
   data or manifest file remains.
 
-Reads are memoised by (base manifest list, delta manifest list): manifests and data files are immutable, and the
-existence of every file a snapshot reads is checked at every step, so an unchanged key means unchanged rows.
+Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
+files are immutable, and the existence of every file a snapshot reads is checked at every step, so an unchanged key
+means unchanged rows.
 Every 50 steps and at the end of each run the memo is dropped and everything is read again.
 
 Size: PAIMON_MODEL_EXAMPLES (default 60) runs of up to PAIMON_MODEL_STEPS (default 50) steps, the same ones on
@@ -31,7 +35,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from airflow_paimon.format import PaimonError, TagNotFoundError
+from airflow_paimon.format.compact import compact as library_compact
 from airflow_paimon.format.options import parse_duration
+from airflow_paimon.format.schema_change import SchemaChange
 from airflow_paimon.format.tags import TagAlreadyExistsError
 
 from .upkeep_helpers import FUTURE, FailAfter, all_files, compact, judged_files, make_table, referenced_names
@@ -46,7 +52,10 @@ KINDS: dict[str, int] = {}
 SECONDS: dict[str, float] = {}
 # Relative frequency of each kind of step.
 WEIGHTS = {"upsert": 6, "delete": 3, "compact": 3, "create_tag": 4, "delete_tag": 2, "rename_tag": 1,
-           "expire_tags": 1, "expire_snapshots": 3, "rollback": 2, "remove_orphans": 1, "bad_input": 1, "crash": 1}
+           "expire_tags": 1, "expire_snapshots": 3, "rollback": 2, "remove_orphans": 1, "bad_input": 1, "crash": 1,
+           "add_column": 1, "rename_column": 1, "drop_column": 1, "widen_column": 1}
+# Names of value columns: few, so that dropped names come back as new columns.
+COLUMN_NAMES = ["v", "w", "x"]
 
 
 class _Patch:
@@ -65,7 +74,10 @@ class UpkeepModel(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="paimon-model-")
         self.table = make_table(self.dir, partitioned=True, buckets=2,
                                 options={"tag.num-retained-max": str(PERIODIC_MAX)})
+        # Snapshot rows: (id, p, ((field id, value), ...)); value columns of the current schema: [name, id, type].
         self.snaps: dict[int, frozenset] = {}
+        self.columns: list[list] = [["v", 2, "BIGINT"]]
+        self.highest_field_id = 2
         self.tags: dict[str, dict] = {}
         self.memo: dict[tuple, frozenset] = {}
         self.entries_memo: dict[tuple, set] = {}
@@ -99,6 +111,10 @@ class UpkeepModel(RuleBasedStateMachine):
         assert snap.id == (self.latest or 0) + 1, (snap.id, self.latest)
         self.snaps[snap.id] = frozenset((k[1], k[0], v) for k, v in rows.items())
 
+    def _project(self, rows: frozenset) -> frozenset:
+        """Model rows as a read with the current schema returns them: values found by field id."""
+        return frozenset((i, p, tuple(dict(values).get(c[1]) for c in self.columns)) for i, p, values in rows)
+
     def _time(self, sid: int) -> int:
         return self.table.snapshot(sid).time_millis
 
@@ -129,11 +145,14 @@ class UpkeepModel(RuleBasedStateMachine):
 
     def upsert(self, ids, p, v):
         self._op()
-        snap = self.table.write(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids),
-                                          "v": pa.array([v] * len(ids), pa.int64())}))
+        data = {"id": pa.array(ids, pa.int64()), "p": [p] * len(ids)}
+        values = tuple((fid, v * 100 + fid) for _, fid, _ in self.columns)   # each column its own value
+        for (name, _, kind), (_, value) in zip(self.columns, values):
+            data[name] = pa.array([value] * len(ids), pa.int32() if kind == "INT" else pa.int64())
+        snap = self.table.write(pa.table(data))
         rows = self._latest_rows()
         for i in ids:
-            rows[(p, i)] = v
+            rows[(p, i)] = values
         self._committed(snap, rows)
 
     def delete(self, ids, p):
@@ -144,11 +163,50 @@ class UpkeepModel(RuleBasedStateMachine):
             rows.pop((p, i), None)
         self._committed(snap, rows)
 
-    def compact(self):
+    def compact(self, library):
         self._op()
-        snap = compact(self.table)
+        snap = library_compact(self.table) if library else compact(self.table)
         if snap is not None:
             self._committed(snap, self._latest_rows())
+
+    # ---- schema changes ------------------------------------------------------------------------------
+    def _altered(self, change) -> None:
+        self.table.alter(change)
+        got = [[f.name, f.id, f.type] for f in self.table.schema().fields if f.name not in ("id", "p")]
+        assert got == self.columns, (got, self.columns)
+        assert self.table.schema().highest_field_id == self.highest_field_id
+
+    def add_column(self, name, kind):
+        self._op()
+        if any(c[0] == name for c in self.columns):
+            return
+        self.highest_field_id += 1
+        self.columns.append([name, self.highest_field_id, kind])
+        self._altered(SchemaChange.add_column(name, kind))
+
+    def rename_column(self, pick, new):
+        self._op()
+        if not self.columns or any(c[0] == new for c in self.columns):
+            return
+        column = self.columns[pick % len(self.columns)]
+        old, column[0] = column[0], new
+        self._altered(SchemaChange.rename_column(old, new))
+
+    def drop_column(self, pick):
+        self._op()
+        if not self.columns:
+            return
+        name = self.columns.pop(pick % len(self.columns))[0]
+        self._altered(SchemaChange.drop_column(name))
+
+    def widen_column(self, pick):
+        self._op()
+        narrow = [c for c in self.columns if c[2] == "INT"]
+        if not narrow:
+            return
+        column = narrow[pick % len(narrow)]
+        column[2] = "BIGINT"
+        self._altered(SchemaChange.update_column_type(column[0], "BIGINT"))
 
     # ---- tags ----------------------------------------------------------------------------------------
     def create_tag(self, name, source, pick, ttl, replace):
@@ -297,6 +355,8 @@ class UpkeepModel(RuleBasedStateMachine):
                 self.table.expire_snapshots(retain_min=3, retain_max=1)
             elif which == "target":
                 self.table.rollback(to_tag="no-such-thing")
+            elif which == "schema":
+                self.table.alter(SchemaChange.rename_column("p", "q"))
             else:
                 self.table.remove_orphan_files(older_than="soon")
         assert all_files(self.table.path) == before
@@ -351,7 +411,15 @@ class UpkeepModel(RuleBasedStateMachine):
         elif kind == "delete":
             self.delete(draw(rows), draw(part))
         elif kind == "compact":
-            self.compact()
+            self.compact(draw(st.booleans()))
+        elif kind == "add_column":
+            self.add_column(draw(st.sampled_from(COLUMN_NAMES)), draw(st.sampled_from(["INT", "BIGINT"])))
+        elif kind == "rename_column":
+            self.rename_column(draw(pick), draw(st.sampled_from(COLUMN_NAMES)))
+        elif kind == "drop_column":
+            self.drop_column(draw(pick))
+        elif kind == "widen_column":
+            self.widen_column(draw(pick))
         elif kind == "create_tag":
             self.create_tag(draw(st.sampled_from(TAG_NAMES)), draw(st.sampled_from(["latest", "snapshot", "tag"])),
                             draw(pick), draw(st.sampled_from([None, None, "1 h", "30 d"])), draw(st.booleans()))
@@ -373,7 +441,7 @@ class UpkeepModel(RuleBasedStateMachine):
         elif kind == "remove_orphans":
             self.remove_orphans()
         elif kind == "bad_input":
-            self.bad_input(draw(st.sampled_from(["name", "retain", "target", "older"])))
+            self.bad_input(draw(st.sampled_from(["name", "retain", "target", "older", "schema"])))
         elif kind == "crash":
             self.crash(draw(st.sampled_from(["expire", "rollback", "delete_tag"])), draw(st.integers(0, 25)),
                        draw(pick))
@@ -396,10 +464,13 @@ class UpkeepModel(RuleBasedStateMachine):
             self.entries_memo[key] = got
         return got
 
-    def _rows_of(self, key, read) -> frozenset:
+    def _rows_of(self, snap, read) -> frozenset:
+        key = (snap.base_manifest_list, snap.delta_manifest_list, self.table.schema().id)
         got = self.memo.get(key)
         if got is None:
-            got = self.memo[key] = frozenset((r["id"], r["p"], r["v"]) for r in read().to_pylist())
+            names = [c[0] for c in self.columns]
+            got = self.memo[key] = frozenset((r["id"], r["p"], tuple(r[n] for n in names))
+                                             for r in read().to_pylist())
         return got
 
     @invariant()
@@ -425,15 +496,15 @@ class UpkeepModel(RuleBasedStateMachine):
             snap = t.snapshot(sid)
             missing = self._live(snap) - existing
             assert not missing, f"snapshot {sid} lost {sorted(missing)}"
-            key = (snap.base_manifest_list, snap.delta_manifest_list)
-            assert self._rows_of(key, lambda: t.read(snapshot_id=sid)) == rows, f"snapshot {sid} differs"
+            assert self._rows_of(snap, lambda: t.read(snapshot_id=sid)) == self._project(rows), \
+                f"snapshot {sid} differs"
         for name, model in self.tags.items():
             snap = tags[name].snapshot
             assert snap.id == model["sid"]
             missing = self._live(snap) - existing
             assert not missing, f"tag {name} lost {sorted(missing)}"
-            key = (snap.base_manifest_list, snap.delta_manifest_list)
-            assert self._rows_of(key, lambda: t.read(tag=name)) == model["rows"], f"tag {name} differs"
+            assert self._rows_of(snap, lambda: t.read(tag=name)) == self._project(model["rows"]), \
+                f"tag {name} differs"
         if self.snaps:
             assert t.latest_snapshot().id == self.latest
 

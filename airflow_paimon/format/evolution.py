@@ -1,0 +1,111 @@
+"""Data files written under older schemas, read as the table's current schema: columns matched by field id.
+
+A Paimon table's columns have ids (`fields[].id` of `schema/schema-N`) and each data file records the schema it
+was written with (`_SCHEMA_ID` of its manifest entry). A column keeps its id through a rename and a type change;
+a dropped column's id is never used again, so a column added later under the same name is a new column. Reading a
+file therefore looks each wanted column up by id in the file's own schema, as Paimon's `SchemaEvolutionUtil`
+does: found, it is read under the file's name for it and cast to the current type; not found (added after the
+file was written), it reads as NULL. Matching by name instead would read a renamed column as NULL and bring a
+dropped column's old values back under a re-added name.
+
+Everything is done per column on whole Arrow arrays: select, rename, cast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import UnsupportedTableError
+from .fileio import FileIO
+from .schema import TableSchema
+
+__all__ = ["FileColumns", "file_columns", "read_data_file", "cast_evolved", "monotonic_cast"]
+
+
+@dataclass(frozen=True)
+class FileColumns:
+    """How the wanted table columns are found in one file: `sources[i]` is the file's name for `names[i]`
+    (None: the file has no such column, it reads as NULL)."""
+
+    names: tuple[str, ...]
+    sources: tuple[str | None, ...]
+
+    @property
+    def to_read(self) -> list[str]:
+        return [s for s in self.sources if s is not None]
+
+
+def file_columns(table_schema: TableSchema, file_schema: TableSchema, names: Sequence[str]) -> FileColumns:
+    """Where each of `names` (current column names, or system columns such as `_SEQUENCE_NUMBER`, which keep
+    their names) lives in a file written under `file_schema`."""
+    if file_schema.id == table_schema.id:
+        return FileColumns(tuple(names), tuple(names))
+    current = {f.name: f.id for f in table_schema.fields}
+    in_file = {f.id: f.name for f in file_schema.fields}
+    sources = []
+    for n in names:
+        field_id = current.get(n)
+        sources.append(n if field_id is None else in_file.get(field_id))
+    return FileColumns(tuple(names), tuple(sources))
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def monotonic_cast(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether casting keeps the order of values (so min/max statistics stay bounds after the cast)."""
+    if source == target:
+        return True
+    if _numeric(source) and _numeric(target):
+        return True
+    return pa.types.is_timestamp(source) and pa.types.is_timestamp(target)
+
+
+def cast_evolved(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: str,
+                 where: str) -> pa.ChunkedArray | pa.Array:
+    """`column` as `target`. Lossless casts first; numbers and timestamps that do not fit are converted as Java
+    Paimon's cast executors do (narrowed, rounded, truncated), which is what an explicit type change written by
+    another engine means. Anything else that does not cast is a clear error naming the file and column."""
+    if column.type == target:
+        return column
+    try:
+        return pc.cast(column, target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        if monotonic_cast(column.type, target):
+            try:
+                return pc.cast(column, target, safe=False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+        raise UnsupportedTableError(
+            f"{where}: column {name!r} was written as {column.type} and cannot be read as {target} ({e})") from None
+
+
+def _read_parquet(io: FileIO, path: str, names: list[str]) -> pa.Table:
+    """The named columns of one Parquet file; names the file lacks (a writer that left them out) are absent."""
+    fs_path = io.fs_path(path)
+    try:
+        return pq.read_table(fs_path, columns=names, filesystem=io.fs)
+    except (pa.ArrowInvalid, KeyError):
+        with io.fs.open_input_file(fs_path) as f:
+            parquet = pq.ParquetFile(f)
+            present = set(parquet.schema_arrow.names)
+            return parquet.read(columns=[n for n in names if n in present])
+
+
+def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schema) -> pa.Table:
+    """One data file's columns, named and typed as `target` (which holds `columns.names`)."""
+    data = _read_parquet(io, path, columns.to_read)
+    arrays = []
+    for name, source in zip(columns.names, columns.sources):
+        t = target.field(name).type
+        if source is None or source not in data.column_names:
+            arrays.append(pa.nulls(data.num_rows, t))
+        else:
+            arrays.append(cast_evolved(data.column(source), t, name, path))
+    return pa.Table.from_arrays(arrays, schema=pa.schema([target.field(n) for n in columns.names]))
