@@ -215,9 +215,9 @@ def _canonical_zone(alias: str) -> str | None:
 
 
 def sql_condition(value: Any, name: str) -> str:
-    """A Spark SQL expression (a clause's condition or an assigned value) that parses (sqlglot's Spark dialect): a syntax error is found when the
-    DAG is parsed instead of when the Spark application starts. Column names cannot be checked without
-    reading the tables; Spark checks them at run time."""
+    """A Spark SQL expression (a clause's condition or an assigned value) that parses in sqlglot's Spark
+    dialect: a syntax error is found when the DAG is parsed instead of when the Spark application starts.
+    Column names cannot be checked without reading the tables; Spark checks them at run time."""
     if not isinstance(value, str) or not value.strip():
         raise _fail(name, f"expected a Spark SQL condition such as \"s.op = 'D'\", not {value!r}")
     import sqlglot

@@ -7,7 +7,8 @@
 Every command takes the table (`database.table`) first and `--warehouse URI` (default: $PAIMON_WAREHOUSE),
 or `--conn-id ID` to use an Airflow connection of type `paimon` (its warehouse, keys and filesystem options,
 read through PaimonHook; needs Airflow installed). `--option KEY=VALUE` (repeatable) adds or overrides a
-filesystem option such as `s3.endpoint`; option values are never printed (they may be secrets). Listings print an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
+filesystem option such as `s3.endpoint`; option values are never printed (they may be secrets). Listings print
+an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
 (`2026-11-20`, `2026-11-20 02:00:00`, `2026-11-20T02:00:00+01:00`); without an offset they are UTC, and times
 printed are UTC too. Errors print one line on stderr and exit with status 1 (2 for a bad command line).
 """

@@ -103,7 +103,8 @@ def s3_filesystem_arguments(options: Mapping[str, str], scheme: str) -> dict[str
                 continue
             if arg == "path_style":
                 if value.strip().lower() not in ("true", "false"):
-                    raise InvalidOptionError(f"filesystem option s3.path.style.access: {value!r} is not 'true' or 'false'")
+                    raise InvalidOptionError(
+                        f"filesystem option s3.path.style.access: {value!r} is not 'true' or 'false'")
                 kwargs["force_virtual_addressing"] = value.strip().lower() != "true"
             else:
                 kwargs[arg] = value

@@ -11,6 +11,7 @@ from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
+from airflow_paimon.assets import paimon_table_asset, table_asset_uri
 from airflow_paimon.format.periods import PeriodSpec
 from airflow_paimon.operators import (
     CreateTagOperator,
@@ -18,7 +19,6 @@ from airflow_paimon.operators import (
     ExpireSnapshotsOperator,
     RollbackOperator,
 )
-from airflow_paimon.assets import paimon_table_asset, table_asset_uri
 from airflow_paimon.operators.tags import period_of_run
 from tests.e2e.tables import commit_at, create_table
 

@@ -10,7 +10,7 @@ import types
 import pendulum
 import pytest
 from airflow.models.trigger import Trigger
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
+from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
 from airflow_paimon.sensors import TagSensor, TagTimeSensor
 from airflow_paimon.triggers import TagExistsTrigger, TagTimeTrigger

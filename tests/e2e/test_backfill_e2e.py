@@ -239,7 +239,8 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         api.login()
 
         def dags_parsed():
-            return all(api.get(f"/api/v2/dags/{d}").status_code == 200 for d in (DAG_ID, DOWNSTREAM_DAG_ID, LATE_DAG_ID))
+            dag_ids = (DAG_ID, DOWNSTREAM_DAG_ID, LATE_DAG_ID)
+            return all(api.get(f"/api/v2/dags/{d}").status_code == 200 for d in dag_ids)
 
         wait_for("the DAGs", dags_parsed, 120, server)
         errors = api.get("/api/v2/importErrors").json()
