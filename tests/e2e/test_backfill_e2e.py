@@ -55,7 +55,7 @@ LATE_DAG_ID = "paimon_e2e_late_table"
 TABLE = "demo.e2e"
 LATE_TABLE = "demo.e2e_late"
 LATE_MARGIN = 60  # seconds between the late table's creation and its tag's creation instant
-STARTUP_TIMEOUT = 240
+STARTUP_TIMEOUT = 480  # a loaded machine (several test sessions on two cores) starts Airflow slowly
 BACKFILL_TIMEOUT = 300
 DEFER_MARGIN = 50  # seconds between the backfill's creation and the newest period's creation instant
 
@@ -319,7 +319,15 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         writer.start()
 
         # ---- the backfill, through the REST API (the DAG unpaused now: its table and commits are there) ----
+        # The scheduler first creates the runs already due (catchup=False: the latest periods); creating the
+        # backfill while it does makes the two race for the same period (SQLite: a StaleDataError).
         api.unpause(DAG_ID)
+
+        def scheduled_runs_created():
+            next_run = api.get(f"/api/v2/dags/{DAG_ID}").json().get("next_dagrun_run_after")
+            return next_run is not None and pendulum.parse(next_run) > pendulum.now("UTC")
+
+        wait_for("the scheduler to create the due runs", scheduled_runs_created, 60, server, interval=0.5)
         request = {
             "dag_id": DAG_ID,
             "from_date": p4.start.in_timezone("UTC").isoformat(),
