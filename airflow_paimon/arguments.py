@@ -170,14 +170,14 @@ def flag(value: Any, name: str, *, rendered: bool = False) -> bool:
 
 
 def one_of(value: Any, name: str, choices: Iterable[str]) -> str:
-    """One of ``choices`` (compared case-insensitively, returned in lower case)."""
+    """One of ``choices``, exactly as written there (the operators compare the value as given)."""
     options = tuple(choices)
-    text = value.strip().lower() if isinstance(value, str) else None
-    if text not in options:
+    if value not in options:
+        text = value.strip().lower() if isinstance(value, str) else ""
         close = [c for c in options if text and (c.startswith(text[:3]) or text.startswith(c[:3]))]
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise _fail(name, f"{value!r} is not one of {', '.join(repr(c) for c in options)}{hint}")
-    return text
+    return value
 
 
 def timezone(value: Any, name: str = "timezone") -> Any:

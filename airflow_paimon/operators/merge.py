@@ -36,7 +36,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
 
 from airflow_paimon import arguments as args
-from airflow_paimon.merge import MergeClause, parse_clauses
+from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import CheckedArguments, checkable
 from airflow_paimon.spark.common import (OPTIONS_ENV, application_path, parse_result, py_files_zip,
                                          reapply_identifier, stable_int64)
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["MergeIncrementalOperator", "PaimonSparkSubmitOperator", "commit_identifier_for", "commit_user_for"]
 
 DEFAULT_LOCAL_MASTER = "local[*]"
-SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
 
 
 def commit_user_for(dag_id: str, task_id: str) -> str:
@@ -275,7 +274,9 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         if checkable(self.target, rendered) or self.target is None:
             args.table_identifier(self.target, "target")
         if checkable(self.source_format, rendered):
-            args.one_of(self.source_format, "source_format", SOURCE_FORMATS)
+            # Spark reads the format name in any case ('CSV' is 'csv').
+            text = self.source_format.lower() if isinstance(self.source_format, str) else self.source_format
+            args.one_of(text, "source_format", SOURCE_FORMATS)
         if self.source is None or (isinstance(self.source, str) and rendered and not self.source.strip()):
             raise args.ArgumentError("source: give the files, table or query to merge")
         on = args.merge_on(self.on) if checkable(self.on, rendered) and self.on != [] else None

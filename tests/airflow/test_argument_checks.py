@@ -50,6 +50,8 @@ MISTAKES = {
                               r"snapshot_id and as_of: give one of them"),
     "as_of": (CreateTagOperator, {"table": "db.t", "as_of": "yesterday"}, r"as_of: expected a point in time"),
     "if_exists": (CreateTagOperator, {"table": "db.t", "if_exists": "overwrite"}, r"if_exists: 'overwrite'"),
+    "if_exists case": (CreateTagOperator, {"table": "db.t", "if_exists": "Replace"},
+                       r"if_exists: 'Replace' is not one of .*did you mean 'replace'"),
     "condition syntax": (MergeIncrementalOperator,
                          {"target": "db.t", "source": "/in", "clauses": [matched_delete(condition="s.op = "),
                                                                          matched_update()]},
@@ -120,7 +122,7 @@ def test_what_is_right_or_templated_passes_parsing():
     from airflow.sdk import DAG
 
     with DAG("checks_ok", schedule=None, start_date=pendulum.datetime(2026, 1, 1)):
-        CreateTagOperator(task_id="a", table="db.t", tag_name="2026-11-11", time_retained="7d", if_exists="Replace")
+        CreateTagOperator(task_id="a", table="db.t", tag_name="2026-11-11", time_retained="7d", if_exists="replace")
         CreateTagOperator(task_id="b", table="{{ params.table }}", tag_name="{{ ds }}",
                           time_retained="{{ params.keep }}", snapshot_id="{{ ti.xcom_pull('m') }}")
         CreateTagOperator(task_id="c", table="db.t", time_retained=dt.timedelta(days=3), snapshot_id=4)
