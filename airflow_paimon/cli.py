@@ -4,8 +4,11 @@
     airflow-paimon tag create sales.orders 2026-11-20 --as-of "2026-11-21 02:00"
     airflow-paimon expire-snapshots sales.orders --retain-min 20 --dry-run
 
-Every command takes the table (`database.table`) first and `--warehouse URI` (default: $PAIMON_WAREHOUSE).
-Listings print an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
+Every command takes the table (`database.table`) first and `--warehouse URI` (default: $PAIMON_WAREHOUSE),
+or `--conn-id ID` to use an Airflow connection of type `paimon` (its warehouse, keys and filesystem options,
+read through PaimonHook; needs Airflow installed). `--option KEY=VALUE` (repeatable) adds or overrides a
+filesystem option such as `s3.endpoint`; option values are never printed (they may be secrets). Listings print
+an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
 (`2026-11-20`, `2026-11-20 02:00:00`, `2026-11-20T02:00:00+01:00`); without an offset they are UTC, and times
 printed are UTC too. Errors print one line on stderr and exit with status 1 (2 for a bad command line).
 """
@@ -128,12 +131,54 @@ def _listing(args: argparse.Namespace, columns: list[str], rows: list[dict[str, 
 # Commands
 # ---------------------------------------------------------------------------------------------------------
 
+def option_pair(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--option``; the error never repeats the text, which may hold a secret."""
+    key, sep, value = str(text).partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("expected KEY=VALUE (for example s3.endpoint=http://minio:9000); "
+                                         "the value given has no key before '=' (not repeated: it may be a secret)")
+    return key.strip(), value
+
+
+def _warehouse_and_options(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The warehouse and filesystem options: the Airflow connection's with ``--conn-id``, then ``--warehouse``
+    and ``--option`` over them."""
+    options = dict(args.option or [])
+    warehouse = args.warehouse
+    if args.conn_id:
+        try:
+            from airflow_paimon.hooks.paimon import PaimonConnectionNotFound, PaimonHook
+        except ImportError:
+            raise CliError("--conn-id reads an Airflow connection and needs Apache Airflow installed; without it "
+                           "pass --warehouse URI and --option KEY=VALUE") from None
+        hook = PaimonHook(paimon_conn_id=args.conn_id, warehouse=warehouse, options=options)
+        try:
+            return hook.warehouse, dict(hook.options)
+        except PaimonConnectionNotFound:
+            variable = "AIRFLOW_CONN_" + args.conn_id.upper().replace("-", "_")
+            raise CliError(f"the Airflow connection {args.conn_id!r} is not defined: create it (type paimon) with "
+                           f"'airflow connections add' or the environment variable {variable}") from None
+    warehouse = warehouse or os.environ.get(ENV_WAREHOUSE)
+    if not warehouse:
+        raise CliError(f"no warehouse: pass --warehouse URI, --conn-id ID or set {ENV_WAREHOUSE}")
+    return warehouse, options
+
+
 def _table(args: argparse.Namespace):
     from airflow_paimon.format import Catalog
-    warehouse = args.warehouse or os.environ.get(ENV_WAREHOUSE)
-    if not warehouse:
-        raise CliError(f"no warehouse: pass --warehouse URI or set {ENV_WAREHOUSE}")
-    return Catalog(warehouse).get_table(args.table)
+
+    args.secrets = [v for _, v in (args.option or []) if v]
+    warehouse, options = _warehouse_and_options(args)
+    args.secrets = sorted(set(args.secrets) | {v for v in options.values() if v}, key=len, reverse=True)
+    return Catalog(warehouse, options=options).get_table(args.table)
+
+
+def redact(message: str, secrets: Sequence[str]) -> str:
+    """``message`` with every option value replaced by ``***`` (an error text may quote one)."""
+    for secret in secrets:
+        if len(secret) >= 3:
+            message = message.replace(secret, "***")
+    return message
 
 
 @contextlib.contextmanager
@@ -383,7 +428,13 @@ def cmd_read(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument("table", help="the table, as database.table")
     p.add_argument("--warehouse", metavar="URI", default=None,
-                   help=f"warehouse path or URI (default: ${ENV_WAREHOUSE})")
+                   help=f"warehouse path or URI (default: ${ENV_WAREHOUSE}, or the connection's)")
+    p.add_argument("--conn-id", metavar="ID", default=None,
+                   help="take the warehouse and filesystem options (endpoint, keys) from this Airflow connection "
+                        "of type paimon (needs Airflow installed)")
+    p.add_argument("--option", metavar="KEY=VALUE", action="append", type=option_pair, default=None,
+                   help="a filesystem option, e.g. s3.endpoint=http://minio:9000 (repeatable; overrides the "
+                        "connection's; values are never printed)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -511,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except (CliError, PaimonError, ValueError, OSError) as e:
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        sys.stderr.write(f"{PROG}: error: {message}\n")
+        sys.stderr.write(f"{PROG}: error: {redact(message, getattr(args, 'secrets', []))}\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
@@ -519,7 +570,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug, not bad input: still one line, the traceback on request
         if os.environ.get("AIRFLOW_PAIMON_DEBUG"):
             raise
-        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        text = redact(str(e).strip().splitlines()[0] if str(e).strip() else "", getattr(args, "secrets", []))
         sys.stderr.write(f"{PROG}: error: unexpected {type(e).__name__}: {text} "
                          "(set AIRFLOW_PAIMON_DEBUG=1 for a traceback)\n")
         return 1

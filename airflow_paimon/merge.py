@@ -38,8 +38,11 @@ __all__ = [
     "matched_update", "matched_delete", "not_matched_insert",
     "not_matched_by_source_update", "not_matched_by_source_delete",
     "default_clauses", "parse_clauses", "validate_clauses", "is_plain_upsert", "referenced_columns",
-    "normalize_on",
+    "normalize_on", "check_clause_order", "SOURCE_FORMATS",
 ]
+
+SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
+"""What ``source_format`` may name (the merge application's readers)."""
 
 MATCHED = "matched"
 NOT_MATCHED = "not_matched"
@@ -300,26 +303,33 @@ def normalize_on(on: Any, primary_keys: Sequence[str], target_columns: Sequence[
 
 # ---- validation ---------------------------------------------------------------------------------------
 
+def check_clause_order(clauses: Sequence[MergeClause]) -> None:
+    """Raise MergeClauseError for a clause that can never apply because an earlier clause of the same kind has
+    no condition (it takes every row first). Needs no table, so DAG parsing can run it."""
+    if not clauses:
+        raise MergeClauseError("at least one clause is needed")
+    seen_unconditional: dict[str, int] = {}
+    for i, c in enumerate(clauses, start=1):
+        c.check_shape()
+        if c.when in seen_unconditional:
+            j = seen_unconditional[c.when]
+            raise MergeClauseError(
+                f"clause #{i} ({c.describe()}) can never apply: clause #{j} of the same kind ({_SQL_WHEN[c.when]}) "
+                f"has no condition and takes every row first. Only the last {_SQL_WHEN[c.when]} clause may omit "
+                "its condition; move it to the end or give it a condition.")
+        if c.condition is None:
+            seen_unconditional[c.when] = i
+
+
 def validate_clauses(clauses: Sequence[MergeClause], *, target_columns: Sequence[str],
                      primary_keys: Sequence[str], on: Sequence[str],
                      source_columns: Sequence[str] | None = None) -> None:
     """Raise MergeClauseError, naming the clause, for anything that cannot run as MERGE on this target."""
-    if not clauses:
-        raise MergeClauseError("at least one clause is needed")
+    check_clause_order(clauses)
     by_lower = {c.lower(): c for c in target_columns}
     source_lower = {c.lower() for c in source_columns} if source_columns is not None else None
-    seen_unconditional: dict[str, int] = {}
     for i, c in enumerate(clauses, start=1):
-        c.check_shape()
         label = f"clause #{i} ({c.describe()})"
-        if c.when in seen_unconditional:
-            j = seen_unconditional[c.when]
-            raise MergeClauseError(
-                f"{label} can never apply: clause #{j} of the same kind ({_SQL_WHEN[c.when]}) has no condition and "
-                f"takes every row first. Only the last {_SQL_WHEN[c.when]} clause may omit its condition; "
-                "move it to the end or give it a condition.")
-        if c.condition is None:
-            seen_unconditional[c.when] = i
         # Which side each expression may read.
         exprs = [c.condition] + (list(c.assignments.values()) if isinstance(c.assignments, Mapping) else [])
         quals = set().union(*(_qualifiers(e) for e in exprs))

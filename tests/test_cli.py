@@ -298,3 +298,64 @@ def test_console_script_in_a_subprocess(wh):
                             "print(any(m == 'airflow' or m.startswith('airflow.') for m in sys.modules))"],
                            capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Object-store warehouses: --conn-id and --option, secrets never printed
+# ---------------------------------------------------------------------------------------------------------
+
+CLOSED_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused at once
+
+
+def test_conn_id_reads_the_airflow_connection(wh, capsys, monkeypatch):
+    tmp, _ = wh
+    monkeypatch.delenv("PAIMON_WAREHOUSE")
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps({"conn_type": "paimon", "extra": {"warehouse": str(tmp)}}))
+    code, out, err = run(capsys, "snapshots", "db.t", "--conn-id", "lake", "--json")
+    assert code == 0, err
+    assert [d["snapshot_id"] for d in json.loads(out)] == [1, 2, 3, 4]
+    code, _, err = run(capsys, "snapshots", "db.t", "--conn-id", "missing")
+    assert code == 1 and err.count("\n") == 1
+    assert "connection 'missing' is not defined" in err and "AIRFLOW_CONN_MISSING" in err
+
+
+def test_options_reach_the_object_store_and_secrets_stay_hidden(capsys):
+    code, out, err = run(capsys, "snapshots", "db.t", "--warehouse", "s3://bucket/wh",
+                         "--option", f"s3.endpoint={CLOSED_ENDPOINT}", "--option", "s3.access-key=AKIDSECRET1",
+                         "--option", "s3.secret-key=TOPSECRET99", "--option", "s3.path.style.access=true")
+    assert code == 1 and err.count("\n") == 1
+    assert "127.0.0.1:9" in err  # the endpoint option was used
+    assert "AKIDSECRET1" not in err + out and "TOPSECRET99" not in err + out
+
+
+def test_connection_keys_are_used_and_never_printed(capsys, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_STORE", json.dumps({
+        "conn_type": "paimon", "login": "AKIDSECRET2", "password": "TOPSECRET88",
+        "extra": {"warehouse": "s3://bucket/wh", "s3.endpoint": CLOSED_ENDPOINT}}))
+    code, out, err = run(capsys, "tags", "db.t", "--conn-id", "store")
+    assert code == 1 and "127.0.0.1:9" in err
+    assert "AKIDSECRET2" not in err + out and "TOPSECRET88" not in err + out
+    # --option overrides the connection's options
+    code, _, err = run(capsys, "tags", "db.t", "--conn-id", "store", "--option", "s3.endpoint=http://127.0.0.1:7")
+    assert code == 1 and "127.0.0.1:7" in err
+
+
+def test_redaction_of_an_error_that_quotes_a_secret(wh, capsys):
+    # The option value is echoed by nothing, even when an error message happens to contain it.
+    code, _, err = run(capsys, "snapshots", "db.TOPSECRET77x", "--option", "s3.secret-key=TOPSECRET77x")
+    assert code == 1 and "does not exist" in err and "TOPSECRET77x" not in err and "***" in err
+
+
+def test_a_malformed_option_is_not_echoed(wh, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["snapshots", "db.t", "--option", "TOPSECRET66"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1
+    assert "KEY=VALUE" in err and "TOPSECRET66" not in err
+
+
+def test_help_offers_conn_id_and_option_everywhere():
+    for p in _all_parsers(build_parser()):
+        if any(a.dest == "table" for a in p._actions):
+            text = p.format_help()
+            assert "--conn-id ID" in text and "--option KEY=VALUE" in text, p.prog

@@ -15,6 +15,8 @@ from typing import Iterator, Mapping
 
 import pyarrow.fs as pafs
 
+from .store_options import s3_filesystem_arguments, warn_about
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -23,34 +25,16 @@ class FileInfo:
     mtime_ms: int
 
 
-def _s3_options(options: Mapping[str, str]) -> dict:
-    mapping = {
-        "s3.access-key": "access_key",
-        "s3.secret-key": "secret_key",
-        "s3.session-token": "session_token",
-        "s3.region": "region",
-        "s3.endpoint": "endpoint_override",
-    }
-    kwargs = {arg: options[key] for key, arg in mapping.items() if options.get(key)}
-    if "endpoint_override" in kwargs:
-        endpoint = kwargs["endpoint_override"]
-        if endpoint.startswith("http://"):
-            kwargs["scheme"] = "http"
-        kwargs["endpoint_override"] = endpoint.split("://", 1)[-1]
-    if options.get("s3.path-style-access", "").lower() == "true":
-        kwargs["force_virtual_addressing"] = False
-    return kwargs
-
-
 class FileIO:
     """Paths are plain strings: absolute local paths, or `scheme://bucket/key` for remote filesystems."""
 
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None):
         options = dict(options or {})
+        warn_about(options)
         if "://" in warehouse and not warehouse.startswith("file://"):
             scheme = warehouse.split("://", 1)[0]
-            if scheme in ("s3", "s3a", "oss"):
-                self.fs: pafs.FileSystem = pafs.S3FileSystem(**_s3_options(options))
+            if scheme in ("s3", "s3a", "s3n", "oss"):
+                self.fs: pafs.FileSystem = pafs.S3FileSystem(**s3_filesystem_arguments(options, scheme))
             else:
                 self.fs, _ = pafs.FileSystem.from_uri(warehouse)
             self._prefix = scheme + "://"

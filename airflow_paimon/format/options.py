@@ -31,13 +31,18 @@ def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int
     return value
 
 
+def parse_bool(text: str, option: str = "value") -> bool:
+    """Paimon's booleans: 'true' or 'false' in any case, with errors that name the option."""
+    if str(text).lower() in ("true", "false"):
+        return str(text).lower() == "true"
+    raise InvalidOptionError(f"{option}: {text!r} is not 'true' or 'false'")
+
+
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     raw = options.get(key)
     if raw is None:
         return default
-    if str(raw).lower() in ("true", "false"):
-        return str(raw).lower() == "true"
-    raise InvalidOptionError(f"{key}: {raw!r} is not 'true' or 'false'")
+    return parse_bool(raw, key)
 
 
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}

@@ -19,6 +19,7 @@ The connection holds the warehouse and the filesystem options::
 from __future__ import annotations
 
 import json
+import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -29,7 +30,13 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
-__all__ = ["PaimonConnectionNotFound", "PaimonHook", "missing_connection_message"]
+__all__ = [
+    "PaimonConnectionNotFound",
+    "PaimonHook",
+    "connection_warehouse",
+    "environment_warehouse",
+    "missing_connection_message",
+]
 
 # Keys of `extra` that configure the hook itself rather than the filesystem.
 _HOOK_KEYS = ("warehouse", "access_key_option", "secret_key_option", "options")
@@ -99,6 +106,40 @@ def missing_connection_message(conn_id: str) -> str:
     )
 
 
+def connection_warehouse(conn: Connection, conn_id: str) -> str:
+    """The warehouse root a Paimon connection names: ``extra.warehouse``, else ``host[/schema]``."""
+    extra = conn.extra_dejson if isinstance(conn.extra_dejson, dict) else {}
+    warehouse = _extra_value(extra, PaimonHook.conn_type, "warehouse")
+    if not warehouse:
+        host = (conn.host or "").strip()
+        schema = (conn.schema or "").strip()
+        if host and schema:
+            warehouse = host.rstrip("/") + "/" + schema.lstrip("/")
+        else:
+            warehouse = host or schema
+    if not warehouse:
+        raise ValueError(
+            f"The Paimon connection {conn_id!r} names no warehouse: set extra "
+            f'{{"warehouse": "/data/wh"}} (or s3://bucket/wh), or the connection\'s host'
+        )
+    return str(warehouse)
+
+
+def environment_warehouse(conn_id: str) -> str | None:
+    """The warehouse of the connection ``conn_id`` when it is defined by an ``AIRFLOW_CONN_<ID>`` environment
+    variable, else None. Reads nothing but the environment, so DAG files may call it while being parsed (a
+    connection in the metadata database or a secrets backend would cost a round trip on every parse)."""
+    from airflow.sdk import Connection
+
+    value = os.environ.get("AIRFLOW_CONN_" + conn_id.upper())
+    if not value:
+        return None
+    text = value.strip()
+    conn = Connection.from_json(text, conn_id=conn_id) if text.startswith("{") else Connection.from_uri(
+        text, conn_id=conn_id)
+    return connection_warehouse(conn, conn_id)
+
+
 class PaimonHook(BaseHook):
     """Opens the Paimon warehouse of an Airflow connection as a format-library ``Catalog``.
 
@@ -164,21 +205,7 @@ class PaimonHook(BaseHook):
         """The warehouse root: ``warehouse=`` of the hook, else ``extra.warehouse``, else ``host[/schema]``."""
         if self._warehouse_override:
             return self._warehouse_override
-        conn = self.connection
-        warehouse = _extra_value(self._extra(), self.conn_type, "warehouse")
-        if not warehouse:
-            host = (conn.host or "").strip()
-            schema = (conn.schema or "").strip()
-            if host and schema:
-                warehouse = host.rstrip("/") + "/" + schema.lstrip("/")
-            else:
-                warehouse = host or schema
-        if not warehouse:
-            raise ValueError(
-                f"The Paimon connection {self.paimon_conn_id!r} names no warehouse: set extra "
-                f'{{"warehouse": "/data/wh"}} (or s3://bucket/wh), or the connection\'s host'
-            )
-        return str(warehouse)
+        return connection_warehouse(self.connection, self.paimon_conn_id)
 
     def _credential_option_names(self) -> tuple[str, str]:
         extra = self._extra()

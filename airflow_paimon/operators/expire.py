@@ -10,40 +10,16 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_paimon import arguments as args
 from airflow_paimon.format.errors import PaimonError
-from airflow_paimon.format.periods import parse_duration
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.tags import PaimonTableOperator, _fail, cleanup_summary
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 __all__ = ["ExpireSnapshotsOperator"]
-
-
-def _count(value: Any, name: str) -> int | None:
-    """None, an int, or a (rendered template) string of digits."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a whole number, not {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
-    raise ValueError(f"{name} must be a whole number, not {value!r}")
-
-
-def _older_than(value: Any) -> Any:
-    """A duration (timedelta, or a Paimon duration string such as '7d') or a point in time, as given."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except ValueError:
-            return value  # a point in time, e.g. '2026-11-20' or '2026-11-20T02:00:00+01:00'
-    return value
 
 
 class ExpireSnapshotsOperator(PaimonTableOperator):
@@ -66,6 +42,10 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
 
     Returns (XCom) ``{"snapshots_expired", "tags_expired", "files_freed", "bytes_freed", "snapshots": {...},
     "tags": {...}, "summary"}`` and logs the summary.
+
+    Checked when the DAG is parsed: ``table``, ``retain_min`` and ``retain_max`` (whole numbers >= 1,
+    ``retain_min <= retain_max``), ``older_than`` (a duration or a point in time), ``max_deletes`` (>= 1),
+    ``expire_tags`` and ``dry_run`` (True or False); templated ones once rendered.
     """
 
     template_fields: Sequence[str] = (
@@ -97,15 +77,33 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self.max_deletes = max_deletes
         self.expire_tags = expire_tags
         self.dry_run = dry_run
+        self.check_arguments_at_parse_time()
+
+    def _count(self, name: str, rendered: bool = True) -> int | None:
+        value = getattr(self, name)
+        return args.whole_number(value, name, minimum=1) if checkable(value, rendered) else None
+
+    def _older_than(self, rendered: bool = True) -> dt.timedelta | dt.datetime | None:
+        value = self.older_than
+        return args.duration_or_time(value, "older_than") if checkable(value, rendered) else None
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        retain_min, retain_max = self._count("retain_min", rendered), self._count("retain_max", rendered)
+        if retain_min is not None and retain_max is not None and retain_min > retain_max:
+            raise args.ArgumentError(
+                f"retain_min and retain_max: retain_min={retain_min} is above retain_max={retain_max}; "
+                "keep at least as many snapshots as at most")
+        self._count("max_deletes", rendered)
+        self._older_than(rendered)
+        args.flag(self.expire_tags, "expire_tags")
+        args.flag(self.dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
-        try:
-            retain_min = _count(self.retain_min, "retain_min")
-            retain_max = _count(self.retain_max, "retain_max")
-            max_deletes = _count(self.max_deletes, "max_deletes")
-        except ValueError as exc:
-            raise _fail(exc) from exc
-        older_than = _older_than(self.older_than)
+        # The rendered arguments were checked before execute (CheckedArguments); parse them for the library.
+        retain_min, retain_max = self._count("retain_min"), self._count("retain_max")
+        max_deletes = self._count("max_deletes")
+        older_than = self._older_than()
         table = self.get_table()
         try:
             tags = cleanup_summary(table.expire_tags(dry_run=self.dry_run)) if self.expire_tags else None

@@ -12,6 +12,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_paimon import arguments as args
+from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.merge import PaimonSparkSubmitOperator, commit_identifier_for, commit_user_for
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ class CompactOperator(PaimonSparkSubmitOperator):
     :param paimon_conn_id: the Paimon connection (templated).
 
     Returns (XCom) ``{"status", "snapshot_id", "buckets", "files_before", "files_after", ...}``.
+
+    Checked when the DAG is parsed: ``target``, ``partitions`` (a list of mappings), ``target_file_size``
+    (>= 1).
     """
 
     app_name = "compact_app"
@@ -46,6 +51,20 @@ class CompactOperator(PaimonSparkSubmitOperator):
         self.target = target
         self.partitions = partitions
         self.target_file_size = target_file_size
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.target, rendered) or self.target is None:
+            args.table_identifier(self.target, "target")
+        if self.target_file_size is not None:
+            args.whole_number(self.target_file_size, "target_file_size", minimum=1)
+        partitions = self.partitions
+        if checkable(partitions, rendered) and not isinstance(partitions, str):
+            items = [partitions] if isinstance(partitions, Mapping) else partitions
+            if not isinstance(items, (list, tuple)) or not all(isinstance(p, Mapping) for p in items):
+                raise args.ArgumentError(
+                    f"partitions: expected a list of {{partition column: value}} mappings, not {partitions!r}")
 
     def build_spec(self, context: Context) -> dict[str, Any]:
         ti = context["ti"]
@@ -67,6 +86,10 @@ class CompactOperator(PaimonSparkSubmitOperator):
         printed = super().collect_result(context, spec) or {}
         return self.committed_result(spec, spec["commit_identifier"], printed,
                                      ("status", "buckets", "files_before", "files_after", "level", "snapshot_id"))
+
+
+MIN_SAFE_AGE = dt.timedelta(hours=1)
+"""Orphan cleanup below this age needs ``allow_recent=True``: live writers' uncommitted files are younger."""
 
 
 def _older_than_args(value: Any) -> dict[str, Any]:
@@ -95,24 +118,56 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
 
     :param target: ``database.table`` (templated).
     :param older_than: the safety age: a duration (``timedelta`` or ``'3 d'``) before now, or a point in time;
-        default one day (templated).
+        default one day (templated). Less than one hour is refused unless ``allow_recent=True``.
+    :param allow_recent: accept an ``older_than`` under one hour. Files that writers are still committing (a
+        Spark or Flink job between writing its data files and committing them) are younger than that; deleting
+        them breaks the commit. Only for tables nobody writes to.
     :param dry_run: only report what would be deleted.
     :param use_spark: run on Spark (default) or in the worker.
     :param paimon_conn_id: the Paimon connection (templated).
 
     Returns (XCom) ``{"status", "files_found", "files_deleted", "bytes", "files": [first 1000 paths], ...}``.
+
+    Checked when the DAG is parsed (templated values once rendered): ``target``, ``older_than`` (a duration or
+    a point in time, at least one hour before now unless ``allow_recent``), ``allow_recent``, ``dry_run`` and
+    ``use_spark`` (True or False).
     """
 
     app_name = "orphans_app"
     template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("target", "older_than")
 
-    def __init__(self, *, target: str, older_than: Any = None, dry_run: bool = False, use_spark: bool = True,
-                 paimon_conn_id: str = "paimon_default", **kwargs: Any) -> None:
+    def __init__(self, *, target: str, older_than: Any = None, allow_recent: bool = False, dry_run: bool = False,
+                 use_spark: bool = True, paimon_conn_id: str = "paimon_default", **kwargs: Any) -> None:
         super().__init__(paimon_conn_id=paimon_conn_id, **kwargs)
         self.target = target
         self.older_than = older_than
+        self.allow_recent = allow_recent
         self.dry_run = dry_run
         self.use_spark = use_spark
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.target, rendered) or self.target is None:
+            args.table_identifier(self.target, "target")
+        for name in ("allow_recent", "dry_run", "use_spark"):
+            args.flag(getattr(self, name), name)
+        value = self.older_than
+        if not checkable(value, rendered) or isinstance(value, (int, float)):
+            return
+        older = args.duration_or_time(value, "older_than")
+        if self.allow_recent:
+            return
+        if isinstance(older, dt.datetime):
+            moment = older if older.tzinfo is not None else older.replace(tzinfo=dt.timezone.utc)
+            age = dt.datetime.now(dt.timezone.utc) - moment
+        else:
+            age = older
+        if age < MIN_SAFE_AGE:
+            raise args.ArgumentError(
+                f"older_than: {value!r} would delete files younger than one hour, which writers may still be "
+                "about to commit; use at least '1 h' (default one day), or pass allow_recent=True for a table "
+                "nobody writes to")
 
     def build_spec(self, context: Context) -> dict[str, Any]:
         spec: dict[str, Any] = {"target": self.target, "dry_run": bool(self.dry_run)}

@@ -35,7 +35,9 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
 
-from airflow_paimon.merge import MergeClause, parse_clauses
+from airflow_paimon import arguments as args
+from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
+from airflow_paimon.operators.checked import CheckedArguments, checkable
 from airflow_paimon.spark.common import (OPTIONS_ENV, application_path, parse_result, py_files_zip,
                                          reapply_identifier, stable_int64)
 
@@ -87,7 +89,7 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
-class PaimonSparkSubmitOperator(SparkSubmitOperator):
+class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
     """Base of the operators that submit one of this package's Spark applications.
 
     :param paimon_conn_id: the Paimon connection (warehouse and filesystem options) (templated).
@@ -106,6 +108,12 @@ class PaimonSparkSubmitOperator(SparkSubmitOperator):
         super().__init__(application=application_path(self.app_name), **kwargs)
         self.paimon_conn_id = paimon_conn_id
         self.ship_package = ship_package
+
+    def check_arguments(self, rendered: bool) -> None:
+        if not rendered and not isinstance(self.paimon_conn_id, str):
+            raise args.ArgumentError(f"paimon_conn_id: expected a connection id, not {self.paimon_conn_id!r}")
+        if self.ship_package is not None:
+            args.flag(self.ship_package, "ship_package")
 
     # -- to be filled in by subclasses ---------------------------------------------------------------
     def build_spec(self, context: Context) -> dict[str, Any]:
@@ -231,6 +239,12 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
 
     Returns (XCom) ``{"status", "snapshot_id", "commit_user", "commit_identifier", ...}``: ``committed`` with
     the new snapshot, ``already_committed`` with the snapshot holding the commit, or ``no_changes``.
+
+    Checked when the DAG is parsed (templated values once rendered): ``target`` (``database.table``),
+    ``source_format``, ``on`` (column names, each once), ``clauses`` (shape; no clause after an unconditional
+    one of the same kind; every condition and expression parses as Spark SQL; an insert with explicit values
+    sets every ``on`` column), ``reapply``, ``driver_bytes`` (>= 0). Column names are checked against the
+    tables at run time.
     """
 
     app_name = "merge_app"
@@ -254,6 +268,25 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         self.clauses = clauses
         self.reapply = reapply
         self.driver_bytes = driver_bytes
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.target, rendered) or self.target is None:
+            args.table_identifier(self.target, "target")
+        if checkable(self.source_format, rendered):
+            # Spark reads the format name in any case ('CSV' is 'csv').
+            text = self.source_format.lower() if isinstance(self.source_format, str) else self.source_format
+            args.one_of(text, "source_format", SOURCE_FORMATS)
+        if self.source is None or (isinstance(self.source, str) and rendered and not self.source.strip()):
+            raise args.ArgumentError("source: give the files, table or query to merge")
+        on = args.merge_on(self.on) if checkable(self.on, rendered) and self.on != [] else None
+        if checkable(self.clauses, rendered):
+            args.merge_clauses(self.clauses, "clauses", on)
+        if checkable(self.reapply, rendered):
+            args.flag(self.reapply, "reapply", rendered=True)
+        if self.driver_bytes is not None:
+            args.whole_number(self.driver_bytes, "driver_bytes", minimum=0)
 
     def _reapply(self) -> bool:
         value = self.reapply

@@ -25,16 +25,18 @@ import datetime as dt
 from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import pendulum
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
+from airflow_paimon import arguments as args
+from airflow_paimon.assets import table_asset, table_asset_uri
 from airflow_paimon.format.errors import PaimonError, TagNotFoundError
 from airflow_paimon.format.period_tags import SKIPPED, WAIT, plan_period_tag
 from airflow_paimon.format.periods import Period, PeriodMismatchError, PeriodSpec
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators.checked import CheckedArguments, checkable
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -92,26 +94,6 @@ def period_of_run(
     if reference is None:
         raise ValueError("the run has no data interval, logical date or run_after to find its period from")
     return spec.last_period_ending_at_or_before(reference)
-
-
-def table_asset_uri(warehouse: str, identifier: str) -> str:
-    """The asset URI of a table: ``paimon://<warehouse without scheme or credentials>/<database.table>``,
-    as Airflow normalises it: ``/data/wh`` gives ``paimon:/data/wh/db.t`` (no host), ``s3://bucket/wh``
-    gives ``paimon://bucket/wh/db.t``."""
-    if "://" in warehouse:
-        parts = urlsplit(warehouse)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        base = host + parts.path
-    else:
-        base = warehouse if warehouse.startswith("/") else "/" + warehouse
-    return Asset(uri=f"paimon://{base.rstrip('/')}/{identifier}").uri
-
-
-def table_asset(warehouse: str, identifier: str) -> Asset:
-    """The Airflow asset of a table (its name and URI are both :func:`table_asset_uri`)."""
-    return Asset(uri=table_asset_uri(warehouse, identifier))
 
 
 def cleanup_summary(result: Any) -> dict[str, Any]:
@@ -190,11 +172,14 @@ def _fail(exc: Exception) -> AirflowFailException:
 # ---------------------------------------------------------------------------------------------------------
 
 
-class PaimonTableOperator(BaseOperator):
+class PaimonTableOperator(CheckedArguments, BaseOperator):
     """Base of the operators that act on one table of a Paimon connection's warehouse.
 
     :param table: the table, ``database.table`` (templated).
     :param paimon_conn_id: the Paimon connection (templated); default ``paimon_default``.
+
+    Arguments are checked when the DAG is parsed (templates once rendered, before ``execute``): see
+    :mod:`airflow_paimon.operators.checked`.
     """
 
     template_fields: Sequence[str] = ("table", "paimon_conn_id")
@@ -204,6 +189,12 @@ class PaimonTableOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table = table
         self.paimon_conn_id = paimon_conn_id
+
+    def check_arguments(self, rendered: bool) -> None:
+        if checkable(self.table, rendered) or self.table is None:
+            args.table_identifier(self.table)
+        if not rendered and not isinstance(self.paimon_conn_id, str):
+            raise args.ArgumentError(f"paimon_conn_id: expected a connection id, not {self.paimon_conn_id!r}")
 
     @cached_property
     def hook(self) -> PaimonHook:
@@ -240,12 +231,21 @@ class CreateTagOperator(PaimonTableOperator):
     :param expire_tags: afterwards expire tags beyond ``tag.num-retained-max`` (periodic ones, oldest first)
         and tags whose retention ran out.
     :param asset: the asset to emit the event on; default: the table's asset
-        (``paimon://<warehouse>/<table>``) through the asset alias ``asset_alias``.
+        (:func:`~airflow_paimon.assets.paimon_table_asset`, ``paimon://<warehouse>/<database.table>``) through
+        the asset alias ``asset_alias``.
     :param asset_alias: the alias that the default asset event goes through.
     :param paimon_conn_id: the Paimon connection (templated).
 
     Returns (XCom ``return_value``) ``{"tag", "snapshot_id", "status", ...}`` and pushes ``tag_name`` and
-    ``snapshot_id`` as XComs of their own. The asset event's ``extra`` holds ``tag`` and ``snapshot_id``.
+    ``snapshot_id`` as XComs of their own. The asset event's ``extra`` holds ``tag``, ``snapshot_id``,
+    ``table``, ``warehouse``, ``status`` (what happened to the tag: ``created``, ``unchanged`` or
+    ``replaced``), ``period_start``/``period_end`` (None for a named tag) and ``run_type`` (``backfill`` for
+    a backfilled period); see "Assets and scheduling" in the documentation.
+
+    Checked when the DAG is parsed: ``table``, ``tag_name`` (not numeric, no path parts), ``snapshot_id``
+    (a whole number >= 1), ``as_of`` (a point in time), ``time_retained`` (a positive duration), not both
+    ``snapshot_id`` and ``as_of``, ``if_exists``, ``expire_tags`` (True or False), ``asset``; templated ones
+    once rendered.
     """
 
     template_fields: Sequence[str] = (
@@ -272,10 +272,6 @@ class CreateTagOperator(PaimonTableOperator):
         paimon_conn_id: str = PaimonHook.default_conn_name,
         **kwargs: Any,
     ) -> None:
-        if if_exists not in IF_EXISTS_MODES:
-            raise ValueError(f"if_exists must be one of {', '.join(IF_EXISTS_MODES)}, not {if_exists!r}")
-        if snapshot_id is not None and as_of is not None:
-            raise ValueError("give snapshot_id or as_of, not both")
         outlets = list(kwargs.pop("outlets", None) or [])
         self.asset = asset
         self.asset_alias = AssetAlias(name=asset_alias) if asset is None else None
@@ -287,6 +283,24 @@ class CreateTagOperator(PaimonTableOperator):
         self.time_retained = time_retained
         self.if_exists = if_exists
         self.expire_tags = expire_tags
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        args.one_of(self.if_exists, "if_exists", IF_EXISTS_MODES)
+        args.flag(self.expire_tags, "expire_tags")
+        if checkable(self.tag_name, rendered):
+            args.tag_name(self.tag_name)
+        if checkable(self.snapshot_id, rendered):
+            args.whole_number(self.snapshot_id, "snapshot_id", minimum=1)
+        if checkable(self.as_of, rendered):
+            args.point_in_time(self.as_of, "as_of")
+        if checkable(self.time_retained, rendered):
+            args.duration(self.time_retained, "time_retained", positive=True)
+        if checkable(self.snapshot_id, rendered) and checkable(self.as_of, rendered):
+            raise args.ArgumentError("snapshot_id and as_of: give one of them, not both")
+        if self.asset is not None and not isinstance(self.asset, Asset):
+            raise args.ArgumentError(f"asset: expected an Asset (see paimon_table_asset), not {self.asset!r}")
 
     @staticmethod
     def _blank(value: Any) -> bool:
@@ -410,18 +424,24 @@ class CreateTagOperator(PaimonTableOperator):
         outlet_events = context.get("outlet_events")
         if outlet_events is None:
             return
+        dag_run = context.get("dag_run")
+        run_type = getattr(dag_run, "run_type", None)
         extra = {
             "tag": result["tag"],
             "snapshot_id": result["snapshot_id"],
             "table": result["table"],
+            "warehouse": self.hook.warehouse,
             "status": result["status"],
+            "period_start": result["period_start"],
+            "period_end": result["period_end"],
+            "run_type": str(getattr(run_type, "value", run_type)) if run_type is not None else None,
         }
         if self.asset is not None:
             outlet_events[self.asset].extra = extra
             return
         asset = table_asset(self.hook.warehouse, table.identifier)
         outlet_events[self.asset_alias].add(asset, extra=extra)
-        self.log.info("Asset event for %s: %s", asset.uri, extra)
+        self.log.info("Asset event for %s: %s", asset.name, extra)
 
 
 class DeleteTagOperator(PaimonTableOperator):
@@ -452,6 +472,14 @@ class DeleteTagOperator(PaimonTableOperator):
         self.tag_name = tag_name
         self.ignore_missing = ignore_missing
         self.dry_run = dry_run
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.tag_name, rendered) or self.tag_name is None:
+            args.tag_name(self.tag_name)
+        args.flag(self.ignore_missing, "ignore_missing")
+        args.flag(self.dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
         table = self.get_table()
@@ -514,6 +542,16 @@ class RollbackOperator(PaimonTableOperator):
         self.to_snapshot = to_snapshot
         self.to_time = to_time
         self.dry_run = dry_run
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.to_snapshot, rendered):
+            args.whole_number(self.to_snapshot, "to_snapshot", minimum=1)
+        if checkable(self.to_time, rendered):
+            args.point_in_time(self.to_time, "to_time")
+        if checkable(self.dry_run, rendered):
+            args.flag(self.dry_run, "dry_run", rendered=rendered)
 
     def execute(self, context: Context) -> dict[str, Any]:
         # A template that rendered to nothing ("{{ params.tag or '' }}") means "not given".

@@ -20,12 +20,13 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_paimon import arguments as args
 from airflow_paimon.format.errors import PaimonError, TableNotFoundError
-from airflow_paimon.format.periods import PeriodSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators import tags as _tag_ops
-from airflow_paimon.operators.tags import _fail, _iso, run_period
-from airflow_paimon.triggers.tags import TagExistsTrigger, TagTimeTrigger, tag_info
+from airflow_paimon.operators.checked import CheckedArguments, checkable
+from airflow_paimon.operators.tags import _fail, _iso
+from airflow_paimon.triggers.tags import RUN_TIME_KEYS, TagExistsTrigger, TagTimeTrigger, period_plan, tag_info
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -37,7 +38,15 @@ def _default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
-class _PaimonSensor(BaseSensorOperator):
+def run_times(context: Context) -> dict[str, str | None]:
+    """The instants of the task's run that decide its period, as ISO strings (what a trigger can carry)."""
+    dag_run = context.get("dag_run")
+    values = {key: context.get(key) for key in RUN_TIME_KEYS if key != "run_after"}
+    values["run_after"] = getattr(dag_run, "run_after", None)
+    return {key: _iso(values.get(key)) for key in RUN_TIME_KEYS}
+
+
+class _PaimonSensor(CheckedArguments, BaseSensorOperator):
     template_fields: Sequence[str] = ("table", "paimon_conn_id")
     ui_color = "#d5e8f8"
 
@@ -53,6 +62,11 @@ class _PaimonSensor(BaseSensorOperator):
         self.table = table
         self.paimon_conn_id = paimon_conn_id
         self.deferrable = _default_deferrable() if deferrable is None else deferrable
+
+    def check_arguments(self, rendered: bool) -> None:
+        if checkable(self.table, rendered) or self.table is None:
+            args.table_identifier(self.table)
+        args.flag(self.deferrable, "deferrable")
 
     @cached_property
     def hook(self) -> PaimonHook:
@@ -73,7 +87,8 @@ class TagTimeSensor(_PaimonSensor):
     """Wait until the run's periodic tag is due: its period's end + ``tag.create-time``.
 
     The run's period is the one :class:`~airflow_paimon.operators.tags.CreateTagOperator` tags. When the
-    instant has passed (a backfill of old periods) the sensor succeeds at once.
+    instant has passed (a backfill of old periods) the sensor succeeds at once. While the table does not exist
+    yet, the sensor waits for it (its tag options say when the tag is due), in both modes.
 
     :param table: ``database.table`` (templated).
     :param wait_for_data: also wait until the table has a snapshot committed at or after the period's end.
@@ -83,6 +98,8 @@ class TagTimeSensor(_PaimonSensor):
 
     Other arguments are :class:`~airflow.sdk.BaseSensorOperator`'s (``poke_interval``, ``timeout``, ``mode``,
     ...). Returns ``{"table", "tag", "period_start", "period_end", "due"}``.
+
+    Checked when the DAG is parsed: ``table``, ``wait_for_data`` and ``deferrable`` (True or False).
     """
 
     def __init__(
@@ -97,28 +114,28 @@ class TagTimeSensor(_PaimonSensor):
         super().__init__(table=table, paimon_conn_id=paimon_conn_id, deferrable=deferrable, **kwargs)
         self.wait_for_data = wait_for_data
         self._plan: dict[str, Any] | None = None
+        self.check_arguments_at_parse_time()
 
-    def _period_plan(self, context: Context) -> dict[str, Any]:
-        """The run's tag, period and due instant (reads the table's options once per task try)."""
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        args.flag(self.wait_for_data, "wait_for_data")
+
+    def _period_plan(self, context: Context) -> dict[str, Any] | None:
+        """The run's tag, period and due instant (reads the table's options once per task try); None while the
+        table does not exist."""
         if self._plan is None:
             try:
-                table = self.hook.get_table(self.table)
-                spec = PeriodSpec.from_options(table.options())
+                plan = period_plan(self.paimon_conn_id, self.table, run_times(context))
             except (PaimonError, ValueError) as exc:
                 raise _fail(exc) from exc
-            period = run_period(spec, context)
-            due = spec.creation_instant(period)
-            self._plan = {
-                "table": table.identifier,
-                "tag": spec.tag_name(period),
-                "period_start": _iso(period.start),
-                "period_end": _iso(period.end),
-                "due": _iso(due),
-            }
+            if plan is None:
+                self.log.info("The table %s does not exist yet", self.table)
+                return None
+            self._plan = plan
             self.log.info(
                 "Tag %r of %s (period [%s, %s)) is due at %s%s",
-                self._plan["tag"], table.identifier, period.start.isoformat(), period.end.isoformat(),
-                due.isoformat(), " once the period's data is complete" if self.wait_for_data else "",
+                plan["tag"], plan["table"], plan["period_start"], plan["period_end"], plan["due"],
+                " once the period's data is complete" if self.wait_for_data else "",
             )
         return self._plan
 
@@ -136,7 +153,7 @@ class TagTimeSensor(_PaimonSensor):
 
     def poke(self, context: Context) -> PokeReturnValue:
         plan = self._period_plan(context)
-        if not self._due_passed(plan):
+        if plan is None or not self._due_passed(plan):
             return PokeReturnValue(False)
         if self.wait_for_data and not self._data_complete(plan):
             return PokeReturnValue(False)
@@ -147,6 +164,19 @@ class TagTimeSensor(_PaimonSensor):
         if not self.deferrable:
             return super().execute(context)
         plan = self._period_plan(context)
+        if plan is None:
+            self.defer(
+                trigger=TagTimeTrigger(
+                    moment=None,
+                    paimon_conn_id=self.paimon_conn_id,
+                    table=self.table,
+                    run_times=run_times(context),
+                    wait_for_data=self.wait_for_data,
+                    poll_interval=self.poke_interval,
+                ),
+                method_name="execute_complete",
+                timeout=self._defer_timeout(),
+            )
         if self._due_passed(plan) and (not self.wait_for_data or self._data_complete(plan)):
             return dict(plan)
         self.defer(
@@ -164,11 +194,14 @@ class TagTimeSensor(_PaimonSensor):
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None,
                          plan: dict[str, Any] | None = None) -> dict[str, Any]:
-        self._check_event(event)
+        event = self._check_event(event)
+        plan = plan or event.get("plan")
         if not plan:
             # Resumed without the kwargs given to defer() (dag.test() passes only the event): recompute.
             self._plan = None
             plan = self._period_plan(context)
+            if plan is None:
+                raise AirflowException(f"the table {self.table} no longer exists")
         self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), _iso(_tag_ops._utcnow()))
         return dict(plan)
 
@@ -181,7 +214,7 @@ class TagSensor(_PaimonSensor):
     :param deferrable: wait in the triggerer (:class:`~airflow_paimon.triggers.tags.TagExistsTrigger`).
     :param paimon_conn_id: the Paimon connection (templated).
 
-    Returns ``{"tag", "snapshot_id"}``.
+    Returns ``{"tag", "snapshot_id"}``. Checked when the DAG is parsed: ``table``, ``tag_name``, ``deferrable``.
     """
 
     template_fields: Sequence[str] = ("table", "paimon_conn_id", "tag_name")
@@ -197,6 +230,12 @@ class TagSensor(_PaimonSensor):
     ) -> None:
         super().__init__(table=table, paimon_conn_id=paimon_conn_id, deferrable=deferrable, **kwargs)
         self.tag_name = tag_name
+        self.check_arguments_at_parse_time()
+
+    def check_arguments(self, rendered: bool) -> None:
+        super().check_arguments(rendered)
+        if checkable(self.tag_name, rendered) or self.tag_name is None:
+            args.tag_name(self.tag_name)
 
     def _find(self) -> dict[str, Any] | None:
         try:

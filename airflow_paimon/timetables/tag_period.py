@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pendulum
 from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
 
-from airflow_paimon.format.periods import Period, PeriodSpec, parse_duration
+from airflow_paimon.arguments import timezone as check_timezone
+from airflow_paimon.format.periods import Period, PeriodSpec, parse_duration, parse_timezone
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -85,6 +86,8 @@ class TagPeriodTimetable(Timetable):
         interval: str | int | _dt.timedelta = "1d",
         timezone: str | _dt.tzinfo = "UTC",
     ) -> None:
+        if isinstance(timezone, str):
+            check_timezone(timezone, "timezone")
         self._spec = PeriodSpec(interval_days=_interval_days(interval), create_time=create_time, timezone=timezone)
         self.description = self._describe()
 
@@ -151,7 +154,7 @@ class TagPeriodTimetable(Timetable):
         return cls(
             create_time=data.get("create_time", "00:00"),
             interval=data.get("interval", "1d"),
-            timezone=data.get("timezone", "UTC"),
+            timezone=parse_timezone(data.get("timezone", "UTC")),  # as stored, even a name refused today
         )
 
     # -- scheduling -----------------------------------------------------------------------------------

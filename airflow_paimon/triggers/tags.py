@@ -17,7 +17,10 @@ from typing import Any
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-__all__ = ["TagExistsTrigger", "TagTimeTrigger"]
+__all__ = ["RUN_TIME_KEYS", "TagExistsTrigger", "TagTimeTrigger", "period_plan"]
+
+RUN_TIME_KEYS = ("data_interval_start", "data_interval_end", "logical_date", "run_after")
+"""The instants of a run that decide which period it tags (ISO strings or None), as a trigger carries them."""
 
 _MAX_SLEEP = 60.0
 """Sleep at most this long before reading the clock again (robust to clock changes and suspends)."""
@@ -52,6 +55,35 @@ def latest_snapshot_info(paimon_conn_id: str, table: str) -> tuple[int, int] | N
     return snapshot.id, snapshot.time_millis
 
 
+def period_plan(paimon_conn_id: str, table: str, run_times: dict[str, str | None]) -> dict[str, Any] | None:
+    """The run's periodic tag, its period and when it is due (``{"table", "tag", "period_start", "period_end",
+    "due"}``, ISO times), from the table's options; None while the table does not exist. Blocking: call it in
+    a thread."""
+    from airflow_paimon.format.errors import TableNotFoundError
+    from airflow_paimon.format.periods import PeriodSpec
+    from airflow_paimon.operators.tags import period_of_run
+
+    try:
+        opened = _open_table(paimon_conn_id, table)
+    except TableNotFoundError:
+        return None
+    spec = PeriodSpec.from_options(opened.options())
+    times = {key: pendulum.parse(value) if value else None for key, value in run_times.items()}
+    period = period_of_run(spec, **{key: times.get(key) for key in RUN_TIME_KEYS})
+    due = spec.creation_instant(period)
+
+    def iso(value: dt.datetime) -> str:
+        return pendulum.instance(value).in_timezone("UTC").isoformat()
+
+    return {
+        "table": opened.identifier,
+        "tag": spec.tag_name(period),
+        "period_start": iso(period.start),
+        "period_end": iso(period.end),
+        "due": iso(due),
+    }
+
+
 def tag_info(paimon_conn_id: str, table: str, tag_name: str) -> dict[str, Any] | None:
     """``{"tag", "snapshot_id"}`` when the tag exists, else None (also while the table does not exist).
     Blocking: call it in a thread."""
@@ -76,31 +108,46 @@ class TagTimeTrigger(BaseTrigger):
     """Fires at ``moment`` (a tag's creation instant); with ``data_after``, only once the table also has a
     snapshot committed at or after ``data_after`` (the period's end: its data is complete).
 
-    :param moment: when the tag is due (timezone-aware).
-    :param paimon_conn_id: the Paimon connection (needed with ``data_after``).
-    :param table: ``database.table`` (needed with ``data_after``).
+    Without ``moment`` (the table did not exist when the sensor deferred, so its tag options were unknown) it
+    first waits for the table, then finds the run's period from ``run_times`` and the table's options
+    (:func:`period_plan`), and waits for that period's creation instant (and, with ``wait_for_data``, for a
+    snapshot committed at or after the period's end).
+
+    :param moment: when the tag is due (timezone-aware), or None (see above).
+    :param paimon_conn_id: the Paimon connection (needed with ``data_after`` or without ``moment``).
+    :param table: ``database.table`` (needed with ``data_after`` or without ``moment``).
     :param data_after: wait for a snapshot committed at or after this instant.
+    :param run_times: the run's ``data_interval_start``, ``data_interval_end``, ``logical_date`` and
+        ``run_after`` (ISO strings or None); needed without ``moment``.
+    :param wait_for_data: without ``moment``: also wait for a snapshot at or after the period's end.
     :param poll_interval: seconds between looks at the table.
 
-    The event is ``{"status": "success", "moment", "snapshot_id"}`` or ``{"status": "error", "message"}``.
+    The event is ``{"status": "success", "moment", "snapshot_id", "plan"}`` (``plan``: :func:`period_plan`'s,
+    when it was computed here) or ``{"status": "error", "message"}``.
     """
 
     def __init__(
         self,
-        moment: dt.datetime | str,
+        moment: dt.datetime | str | None,
         *,
         paimon_conn_id: str | None = None,
         table: str | None = None,
         data_after: dt.datetime | str | None = None,
+        run_times: dict[str, str | None] | None = None,
+        wait_for_data: bool = False,
         poll_interval: float = 60.0,
     ) -> None:
         super().__init__()
-        self.moment = _as_utc(moment, "moment")
+        self.moment = _as_utc(moment, "moment") if moment is not None else None
         self.data_after = _as_utc(data_after, "data_after") if data_after is not None else None
-        if self.data_after is not None and not (paimon_conn_id and table):
-            raise ValueError("waiting for data needs paimon_conn_id and table")
+        if (self.data_after is not None or self.moment is None) and not (paimon_conn_id and table):
+            raise ValueError("waiting for data or for the table needs paimon_conn_id and table")
+        if self.moment is None and run_times is None:
+            raise ValueError("without moment, the run's run_times are needed to find its period")
         self.paimon_conn_id = paimon_conn_id
         self.table = table
+        self.run_times = dict(run_times) if run_times is not None else None
+        self.wait_for_data = bool(wait_for_data)
         self.poll_interval = float(poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -111,17 +158,34 @@ class TagTimeTrigger(BaseTrigger):
                 "paimon_conn_id": self.paimon_conn_id,
                 "table": self.table,
                 "data_after": self.data_after,
+                "run_times": self.run_times,
+                "wait_for_data": self.wait_for_data,
                 "poll_interval": self.poll_interval,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        self.log.info("Waiting until %s", self.moment.isoformat())
-        await _sleep_until(self.moment)
+        moment, data_after, plan = self.moment, self.data_after, None
+        if moment is None:
+            self.log.info("Waiting for the table %s to exist", self.table)
+            while plan is None:
+                try:
+                    plan = await asyncio.to_thread(period_plan, self.paimon_conn_id, self.table, self.run_times)
+                except Exception as exc:
+                    yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                    return
+                if plan is None:
+                    await asyncio.sleep(self.poll_interval)
+            self.log.info("The table %s exists: tag %r is due at %s", self.table, plan["tag"], plan["due"])
+            moment = _as_utc(plan["due"], "due")
+            if self.wait_for_data:
+                data_after = _as_utc(plan["period_end"], "period_end")
+        self.log.info("Waiting until %s", moment.isoformat())
+        await _sleep_until(moment)
         snapshot_id = None
-        if self.data_after is not None:
-            want = int(self.data_after.timestamp() * 1000)
-            self.log.info("Waiting for a snapshot of %s committed at or after %s", self.table, self.data_after)
+        if data_after is not None:
+            want = int(data_after.timestamp() * 1000)
+            self.log.info("Waiting for a snapshot of %s committed at or after %s", self.table, data_after)
             while True:
                 try:
                     latest = await asyncio.to_thread(latest_snapshot_info, self.paimon_conn_id, self.table)
@@ -132,7 +196,10 @@ class TagTimeTrigger(BaseTrigger):
                     snapshot_id = latest[0]
                     break
                 await asyncio.sleep(self.poll_interval)
-        yield TriggerEvent({"status": "success", "moment": self.moment.isoformat(), "snapshot_id": snapshot_id})
+        payload: dict[str, Any] = {"status": "success", "moment": moment.isoformat(), "snapshot_id": snapshot_id}
+        if plan is not None:
+            payload["plan"] = plan
+        yield TriggerEvent(payload)
 
 
 class TagExistsTrigger(BaseTrigger):

@@ -11,6 +11,7 @@ from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
+from airflow_paimon.assets import paimon_table_asset, table_asset_uri
 from airflow_paimon.format.periods import PeriodMismatchError, PeriodSpec
 from airflow_paimon.operators import (
     CreateTagOperator,
@@ -18,7 +19,7 @@ from airflow_paimon.operators import (
     ExpireSnapshotsOperator,
     RollbackOperator,
 )
-from airflow_paimon.operators.tags import period_of_run, table_asset_uri
+from airflow_paimon.operators.tags import period_of_run
 from tests.e2e.tables import commit_at, create_table
 
 pytestmark = pytest.mark.airflow
@@ -119,10 +120,29 @@ def test_period_of_a_run_without_data_interval_uses_logical_date_then_run_after(
 
 
 def test_table_asset_uri():
-    # Airflow writes a URI without a host as scheme:/path.
-    assert table_asset_uri("/data/wh", "db.t") == "paimon:/data/wh/db.t"
+    assert table_asset_uri("/data/wh", "db.t") == "paimon:///data/wh/db.t"
+    assert table_asset_uri("file:///data/wh/", "db.t") == "paimon:///data/wh/db.t"
     assert table_asset_uri("s3://bucket/wh/", "db.t") == "paimon://bucket/wh/db.t"
-    assert table_asset_uri("s3://key:secret@bucket:9000/wh", "db.t") == "paimon://bucket:9000/wh/db.t"
+    assert table_asset_uri("s3a://key:secret@bucket:9000/wh", "db.t") == "paimon://bucket:9000/wh/db.t"
+
+
+def test_the_table_asset_is_the_asset_a_dag_author_writes(monkeypatch):
+    # The same name and URI as the literal Asset(...) of the documented form: one asset, not two.
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", '{"conn_type": "paimon", "extra": {"warehouse": "/data/wh"}}')
+    asset = paimon_table_asset("db.t", "lake")
+    assert asset == Asset("paimon:///data/wh/db.t")
+    assert (asset.name, asset.uri) == ("paimon:///data/wh/db.t", Asset("paimon:///data/wh/db.t").uri)
+    assert paimon_table_asset("db.t", warehouse="s3://bucket/wh") == Asset("paimon://bucket/wh/db.t")
+    monkeypatch.setenv("AIRFLOW_CONN_URI_FORM", "paimon://?warehouse=%2Fdata%2Fwh")
+    assert paimon_table_asset("db.t", "uri_form") == asset
+
+
+def test_the_table_asset_needs_a_connection_readable_without_io(monkeypatch):
+    monkeypatch.delenv("AIRFLOW_CONN_NOWHERE", raising=False)
+    with pytest.raises(ValueError, match="AIRFLOW_CONN_NOWHERE.*warehouse="):
+        paimon_table_asset("db.t", "nowhere")
+    with pytest.raises(ValueError, match="table: 'orders' names no database"):
+        paimon_table_asset("orders", warehouse="/data/wh")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -275,10 +295,10 @@ def test_named_tag_on_a_templated_snapshot_id(table, now):
 
 
 def test_bad_arguments_fail_cleanly(table, now):
-    with pytest.raises(AirflowFailException, match="whole number"):
-        CreateTagOperator(task_id="t", table="db.orders", tag_name="x", snapshot_id="two").execute(run_context())
-    with pytest.raises(AirflowFailException, match="numeric"):
-        CreateTagOperator(task_id="t", table="db.orders", tag_name="123").execute(run_context())
+    with pytest.raises(ValueError, match="snapshot_id: expected a whole number"):
+        CreateTagOperator(task_id="t", table="db.orders", tag_name="x", snapshot_id="two")
+    with pytest.raises(ValueError, match="tag_name: .*numeric"):
+        CreateTagOperator(task_id="t", table="db.orders", tag_name="123")
     with pytest.raises(AirflowFailException, match="does not exist"):
         CreateTagOperator(task_id="t", table="db.missing").execute(daily(utc(2026, 11, 12)))
     assert table.tags.names() == []
@@ -291,12 +311,18 @@ def test_asset_event_through_the_alias(table, warehouse, now):
     op.execute(ctx)
     events = ctx["outlet_events"][AssetAlias(name="paimon_tags")].asset_alias_events
     assert len(events) == 1
-    assert events[0].dest_asset_key.uri == f"paimon:{warehouse}/db.orders"
+    expected = paimon_table_asset("db.orders")
+    assert (events[0].dest_asset_key.name, events[0].dest_asset_key.uri) == (expected.name, expected.uri)
+    assert expected.name == f"paimon://{warehouse}/db.orders"
     assert events[0].extra == {
         "tag": "2026-11-11",
         "snapshot_id": table.snapshot_ids["s3"],
         "table": "db.orders",
+        "warehouse": warehouse,
         "status": "created",
+        "period_start": "2026-11-11T00:00:00+00:00",
+        "period_end": "2026-11-12T00:00:00+00:00",
+        "run_type": None,
     }
 
 
@@ -378,8 +404,12 @@ def test_rollback_target_is_explicit(table):
         RollbackOperator(task_id="r", table="db.orders", to_tag="a", to_time="2026-11-11")
     with pytest.raises(AirflowFailException, match="in the future"):
         RollbackOperator(task_id="r", table="db.orders", to_time="2999-01-01").execute(run_context())
-    with pytest.raises(AirflowFailException, match="dry_run must be true or false"):
-        RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe").execute(run_context())
+    with pytest.raises(ValueError, match="dry_run: expected True or False"):
+        RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe")
+    with pytest.raises(ValueError, match="to_snapshot: must be at least 1"):
+        RollbackOperator(task_id="r", table="db.orders", to_snapshot=0)
+    with pytest.raises(ValueError, match="to_time: expected a point in time"):
+        RollbackOperator(task_id="r", table="db.orders", to_time="yesterday")
     assert table.latest_snapshot().id == 5
 
 
@@ -424,8 +454,8 @@ def test_expire_snapshots_arguments(warehouse):
     ).execute(run_context())
     assert result["snapshots"]["snapshots"] == [1]
     assert result["tags"] is None
-    with pytest.raises(AirflowFailException, match="retain_max"):
-        ExpireSnapshotsOperator(task_id="x", table="db.events", retain_max="many").execute(run_context())
+    with pytest.raises(ValueError, match="retain_max: expected a whole number"):
+        ExpireSnapshotsOperator(task_id="x", table="db.events", retain_max="many")
 
 
 def test_package_exports():

@@ -10,7 +10,7 @@ import types
 import pendulum
 import pytest
 from airflow.models.trigger import Trigger
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
+from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
 from airflow_paimon.sensors import TagSensor, TagTimeSensor
 from airflow_paimon.triggers import TagExistsTrigger, TagTimeTrigger
@@ -72,7 +72,8 @@ def test_tag_time_trigger_serialize_round_trip():
     assert again.serialize() == (path, kwargs)
     assert again.moment == utc(2026, 11, 12, 2, 30) and again.data_after == utc(2026, 11, 12)
     # No warehouse, no options, no secrets in the kwargs: only the connection id.
-    assert set(kwargs) == {"moment", "paimon_conn_id", "table", "data_after", "poll_interval"}
+    assert set(kwargs) == {"moment", "paimon_conn_id", "table", "data_after", "run_times", "wait_for_data",
+                           "poll_interval"}
 
 
 def test_tag_exists_trigger_serialize_round_trip():
@@ -220,9 +221,42 @@ def test_deferrable_tag_time_sensor_does_not_defer_when_past(table, now):
     assert sensor.execute(daily(utc(2026, 11, 12)))["tag"] == "2026-11-11"
 
 
-def test_tag_time_sensor_on_a_missing_table_fails_cleanly(warehouse, now):
-    with pytest.raises(AirflowFailException, match="does not exist"):
-        TagTimeSensor(task_id="wait", table="db.nothing").poke(daily(utc(2026, 11, 12)))
+def test_tag_time_sensor_pokes_until_a_missing_table_exists(warehouse, now):
+    # Like TagSensor, it waits for a table that is created later (the first run of a new pipeline).
+    sensor = TagTimeSensor(task_id="wait", table="db.later")
+    ctx = daily(utc(2026, 11, 12))
+    assert not sensor.poke(ctx)
+    assert not sensor.poke(ctx)
+    create_table(warehouse, "db.later", {"tag.create-time": "02:30"})
+    result = sensor.poke(ctx)
+    assert result.is_done and result.xcom_value["tag"] == "2026-11-11"
+
+
+def test_deferrable_tag_time_sensor_waits_for_a_missing_table(warehouse, now):
+    sensor = TagTimeSensor(task_id="wait", table="db.later", deferrable=True, wait_for_data=True,
+                           poke_interval=0.1)
+    ctx = daily(utc(2026, 11, 12))
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(ctx)
+    trigger = round_trip(deferred.value.trigger)
+    assert trigger.moment is None and trigger.wait_for_data
+    assert trigger.run_times["logical_date"] == utc(2026, 11, 12).isoformat()
+
+    async def go():
+        task = asyncio.ensure_future(trigger.run().__anext__())
+        await asyncio.sleep(0.5)
+        assert not task.done()  # no table yet
+        t = await asyncio.to_thread(create_table, warehouse, "db.later", {"tag.create-time": "02:30"})
+        await asyncio.sleep(0.5)
+        assert not task.done()  # the table, due long ago, but no snapshot at or after the period's end
+        await asyncio.to_thread(commit_at, t, utc(2026, 11, 12, 1), 1)
+        return await asyncio.wait_for(task, 10)
+
+    event = asyncio.run(go())
+    assert event.payload["status"] == "success" and event.payload["snapshot_id"] == 1
+    plan = event.payload["plan"]
+    assert (plan["tag"], plan["due"]) == ("2026-11-11", utc(2026, 11, 12, 2, 30).isoformat())
+    assert sensor.execute_complete({}, event=event.payload) == plan
 
 
 def test_tag_time_sensor_follows_the_table_calendar(warehouse, now):

@@ -1,11 +1,16 @@
 """End to end: real Airflow (``airflow standalone`` on SQLite), a backfill created through the REST API, the
-tags it makes, and a deferred TagTimeSensor resumed by the triggerer.
+tags it makes, a deferred TagTimeSensor resumed by the triggerer, a downstream DAG scheduled on the table's asset,
+and TagTimeSensors (deferrable and poking) started before their table exists.
 
 What runs: ``airflow standalone`` (scheduler, DAG processor, API server and triggerer; LocalExecutor) in a
 temporary AIRFLOW_HOME, with this repository's ``dags/`` folder and ``paimon_default`` given by
 ``AIRFLOW_CONN_PAIMON_DEFAULT``. The test logs in as the UI does with the simple auth manager (``POST
 /auth/token`` with the admin password standalone generated into ``simple_auth_manager_passwords.json.
 generated``) and creates a backfill of the five daily periods before now (``POST /api/v2/backfills``).
+
+Scheduling is on (asset-triggered runs need it) and DAGs are paused at creation: the periodic-tags DAG is
+unpaused once its table and commits exist, so a scheduled run of the latest period may take the place of the
+backfill's run of that period (the backfill skips periods that have a run); every period has one run.
 
 Time: the DAG's timetable and the table use a fixed UTC offset chosen so that the newest of those periods
 ended a moment before the backfill starts, and the table's ``tag.create-time`` puts that period's tag ~50 s
@@ -21,6 +26,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +38,8 @@ from pathlib import Path
 import pendulum
 import pytest
 
+from airflow_paimon.assets import paimon_table_asset
+from airflow_paimon.format import Catalog
 from airflow_paimon.format.periods import PeriodSpec
 from tests.e2e.tables import commit_at, commit_now, connection_json, create_table, offset_for_boundary, sleep_until
 
@@ -42,8 +50,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 DAG_ID = "paimon_daily_tags"
+DOWNSTREAM_DAG_ID = "paimon_e2e_downstream"
+LATE_DAG_ID = "paimon_e2e_late_table"
 TABLE = "demo.e2e"
-STARTUP_TIMEOUT = 240
+LATE_TABLE = "demo.e2e_late"
+LATE_MARGIN = 60  # seconds between the late table's creation and its tag's creation instant
+STARTUP_TIMEOUT = 480  # a loaded machine (several test sessions on two cores) starts Airflow slowly
 BACKFILL_TIMEOUT = 300
 DEFER_MARGIN = 50  # seconds between the backfill's creation and the newest period's creation instant
 
@@ -138,6 +150,14 @@ class Api:
     def post(self, path: str, body: dict) -> httpx.Response:
         return self.client.post(path, json=body)
 
+    def unpause(self, dag_id: str) -> None:
+        response = self.client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        assert response.status_code == 200, response.text
+
+    def task_state(self, dag_id: str, run_id: str, task_id: str) -> str | None:
+        response = self.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}")
+        return response.json()["state"] if response.status_code == 200 else None
+
 
 def wait_for(what: str, condition, timeout: float, server: Standalone, interval: float = 2.0):
     deadline = time.monotonic() + timeout
@@ -155,16 +175,25 @@ def wait_for(what: str, condition, timeout: float, server: Standalone, interval:
     pytest.fail(f"timed out waiting for {what} (last error: {last_error!r}):\n{server.tail()}")
 
 
+def dag_folder(home: Path) -> Path:
+    """The repository's dags/ and the e2e DAGs, in one folder."""
+    folder = home / "dags"
+    folder.mkdir()
+    for source in [*sorted((REPO / "dags").glob("*.py")), *sorted((REPO / "tests/e2e/dag_files").glob("*.py"))]:
+        shutil.copy(source, folder / source.name)
+    return folder
+
+
 def airflow_env(home: Path, port: int, warehouse: str, offset: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_"))}
     env.update({
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dag_folder(home)),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "8",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",
@@ -174,13 +203,13 @@ def airflow_env(home: Path, port: int, warehouse: str, offset: str) -> dict[str,
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
-        # Only the backfill's runs: no scheduled runs next to them.
-        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+        "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",
         "AIRFLOW_CONN_PAIMON_DEFAULT": connection_json(warehouse),
         # The DAG's configuration (read at parse time from the environment).
         "PAIMON_DAILY_TAGS_TABLE": TABLE,
         "PAIMON_DAILY_TAGS_CREATE_TIME": "00:00",
         "PAIMON_DAILY_TAGS_TIMEZONE": offset,
+        "PAIMON_E2E_LATE_TABLE": LATE_TABLE,
     })
     return env
 
@@ -209,13 +238,31 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
                  30, server)
         api.login()
 
-        def dag_parsed():
-            response = api.get(f"/api/v2/dags/{DAG_ID}")
-            return response.status_code == 200 and not response.json()["is_paused"]
+        def dags_parsed():
+            dag_ids = (DAG_ID, DOWNSTREAM_DAG_ID, LATE_DAG_ID)
+            return all(api.get(f"/api/v2/dags/{d}").status_code == 200 for d in dag_ids)
 
-        wait_for(f"the DAG {DAG_ID}", dag_parsed, 120, server)
+        wait_for("the DAGs", dags_parsed, 120, server)
         errors = api.get("/api/v2/importErrors").json()
         assert errors["total_entries"] == 0, errors
+        api.unpause(DOWNSTREAM_DAG_ID)
+        api.unpause(LATE_DAG_ID)
+
+        # ---- sensors started before their table exists: one deferred to the triggerer, one poking ---------
+        late_logical = pendulum.now("UTC").replace(microsecond=0)
+        response = api.post(f"/api/v2/dags/{LATE_DAG_ID}/dagRuns",
+                            {"logical_date": late_logical.isoformat(), "dag_run_id": "late"})
+        assert response.status_code == 200, response.text
+        waiting_before_table: dict[str, str] = {}
+
+        def late_sensors_waiting():
+            for task_id, waiting in (("wait_deferred", "deferred"), ("wait_poking", "running")):
+                if api.task_state(LATE_DAG_ID, "late", task_id) == waiting:
+                    waiting_before_table[task_id] = waiting
+            return len(waiting_before_table) == 2
+
+        wait_for("the late table's sensors to wait", late_sensors_waiting, 180, server, interval=1.0)
+        assert not Catalog(warehouse).table_exists(LATE_TABLE)
 
         # ---- the table, now that the creation instant can be put ~DEFER_MARGIN s ahead -------------------
         sleep_until(boundary.add(seconds=1))
@@ -224,6 +271,16 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         create_time = f"{int(create_after.total_seconds()) // 3600:02d}:" \
                       f"{int(create_after.total_seconds()) % 3600 // 60:02d}:{int(create_after.total_seconds()) % 60:02d}"
         table = create_table(warehouse, TABLE, {"tag.create-time": create_time, "sink.process-time-zone": offset})
+        # The late table: the period of the late run ends at its logical date; its tag is due LATE_MARGIN s from now.
+        late_due = pendulum.now("UTC").add(seconds=LATE_MARGIN).replace(microsecond=0)
+        late_create_after = int((late_due - late_logical).total_seconds())
+        late_table = create_table(warehouse, LATE_TABLE, {
+            "tag.create-time": f"{late_create_after // 3600:02d}:{late_create_after % 3600 // 60:02d}:"
+                               f"{late_create_after % 60:02d}",
+            "sink.process-time-zone": offset_for_boundary(late_logical)})
+        late_spec = PeriodSpec.from_options(late_table.options())
+        late_period = late_spec.last_period_ending_at_or_before(late_logical)
+        assert late_period.end == late_logical and late_spec.creation_instant(late_period) == late_due
         spec = PeriodSpec.from_options(table.options())
         newest = spec.previous(spec.period_containing(boundary))
         assert newest.end == boundary and spec.creation_instant(newest) == due
@@ -261,7 +318,16 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         writer = threading.Thread(target=commit_after_due, daemon=True)
         writer.start()
 
-        # ---- the backfill, through the REST API ---------------------------------------------------------
+        # ---- the backfill, through the REST API (the DAG unpaused now: its table and commits are there) ----
+        # The scheduler first creates the runs already due (catchup=False: the latest periods); creating the
+        # backfill while it does makes the two race for the same period (SQLite: a StaleDataError).
+        api.unpause(DAG_ID)
+
+        def scheduled_runs_created():
+            next_run = api.get(f"/api/v2/dags/{DAG_ID}").json().get("next_dagrun_run_after")
+            return next_run is not None and pendulum.parse(next_run) > pendulum.now("UTC")
+
+        wait_for("the scheduler to create the due runs", scheduled_runs_created, 60, server, interval=0.5)
         request = {
             "dag_id": DAG_ID,
             "from_date": p4.start.in_timezone("UTC").isoformat(),
@@ -299,12 +365,19 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
             return state.get("completed_at") is not None
 
         wait_for("the backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0)
+        ends = {p.end for p in periods}
+
+        def period_runs_done():
+            done = [r for r in runs() if r["data_interval_end"] and pendulum.parse(r["data_interval_end"]) in ends]
+            return len(done) == 5 and all(r["state"] in ("success", "failed") for r in done) and done
+
+        period_runs = wait_for("a finished run of every period", period_runs_done, BACKFILL_TIMEOUT, server)
         writer.join(timeout=30)
 
-        backfill_runs = [r for r in runs() if r.get("run_type") == "backfill"]
-        assert len(backfill_runs) == 5, backfill_runs
-        assert {r["state"] for r in backfill_runs} == {"success"}, [(r["dag_run_id"], r["state"]) for r in backfill_runs]
-        for run in backfill_runs:
+        assert {r["run_type"] for r in period_runs} <= {"backfill", "scheduled"}, period_runs
+        assert sum(r["run_type"] == "backfill" for r in period_runs) >= 3, period_runs
+        assert {r["state"] for r in period_runs} == {"success"}, [(r["dag_run_id"], r["state"]) for r in period_runs]
+        for run in period_runs:
             tis = api.get(f"/api/v2/dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances").json()
             states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
             # Backfill runs tag, and leave expiry to live runs.
@@ -312,7 +385,7 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
                 "wait_until_due": "success",
                 "create_tag": "success",
                 "skip_expiry_in_backfills": "success",
-                "expire_snapshots": "skipped",
+                "expire_snapshots": "skipped" if run["run_type"] == "backfill" else "success",
             }, (run["dag_run_id"], states)
 
         # ---- the tags ---------------------------------------------------------------------------------
@@ -328,6 +401,39 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         assert late and late["ms"] > due.timestamp() * 1000  # committed after the instant: not in the tag
         assert tags[spec.tag_name(p0)] != late["id"]
 
-        # The asset events of the runs carry the tags.
+        # The asset events of the runs carry the tags, on the one asset of the table.
+        asset = paimon_table_asset(TABLE, warehouse=warehouse)
         events = api.get("/api/v2/assets/events", limit=50).json()["asset_events"]
         assert {(e["extra"]["tag"], e["extra"]["snapshot_id"]) for e in events} == set(expected.items())
+        assets = [a for a in api.get("/api/v2/assets", limit=100).json()["assets"] if a["uri"] == asset.uri]
+        assert [(a["name"], a["uri"]) for a in assets] == [(asset.name, asset.uri)], assets
+        assert {e["asset_id"] for e in events} == {assets[0]["id"]}
+
+        # ---- the downstream DAG scheduled on that asset ran for the tags ---------------------------------
+        def downstream_consumed():
+            consumed: set[str] = set()
+            downstream = api.get(f"/api/v2/dags/{DOWNSTREAM_DAG_ID}/dagRuns", limit=50).json()["dag_runs"]
+            for run in downstream:
+                if run["state"] != "success" or run["run_type"] != "asset_triggered":
+                    return None
+                upstream = api.get(f"/api/v2/dags/{DOWNSTREAM_DAG_ID}/dagRuns/{run['dag_run_id']}/"
+                                   "upstreamAssetEvents").json()["asset_events"]
+                consumed |= {e["extra"]["tag"] for e in upstream}
+            return consumed == set(expected) and downstream
+
+        downstream = wait_for("the downstream DAG to consume every tag's event", downstream_consumed, 180, server)
+        assert all(r["run_type"] == "asset_triggered" for r in downstream)
+
+        # ---- the late table's sensors: waited for the table, then for the tag, in both modes ---------------
+        def late_run_done():
+            run = api.get(f"/api/v2/dags/{LATE_DAG_ID}/dagRuns/late").json()
+            return run["state"] in ("success", "failed") and run
+
+        late_run = wait_for("the late table's run", late_run_done, 300, server)
+        assert late_run["state"] == "success", late_run
+        assert waiting_before_table == {"wait_deferred": "deferred", "wait_poking": "running"}
+        for task_id in ("wait_deferred", "wait_poking"):
+            ti = api.get(f"/api/v2/dags/{LATE_DAG_ID}/dagRuns/late/taskInstances/{task_id}").json()
+            assert ti["state"] == "success"
+            assert pendulum.parse(ti["end_date"]) >= late_due, (task_id, ti["end_date"], late_due)
+            assert pendulum.parse(ti["start_date"]) <= pendulum.parse(ti["end_date"])
