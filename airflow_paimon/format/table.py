@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import pyarrow as pa
 
 from .commit import CommitMessage, FileStoreCommit
-from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError
+from .errors import PaimonError, SnapshotNotFoundError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
@@ -66,6 +66,18 @@ class Table:
         state.pop("partition_codec", None)
         return state
 
+    def _refuse(self, action: str, reason: str | None) -> None:
+        if reason:
+            raise UnsupportedTableError(f"cannot {action} {self.identifier}: {reason}")
+
+    def require_readable(self) -> None:
+        """Refuse to read rows that would not be the rows Paimon reads; metadata stays usable."""
+        self._refuse("read", self.core_options.read_refusal or "; ".join(self._schema.unsupported_columns()))
+
+    def require_writable(self) -> None:
+        """Refuse to write files Paimon would not write (or read back) the same way."""
+        self._refuse("write to", self.core_options.write_refusal or "; ".join(self._schema.unsupported_columns()))
+
     # ---- metadata --------------------------------------------------------------------------------
     def schema(self) -> TableSchema:
         return self._schema
@@ -100,7 +112,8 @@ class Table:
     def partition_codec(self) -> PartitionCodec:
         names = self._schema.partition_keys
         return PartitionCodec(names, [self._schema.arrow_type(n) for n in names],
-                              self.core_options.partition_default_name)
+                              self.core_options.partition_default_name,
+                              [self._schema.field(n).type for n in names], self.core_options.partition_legacy_name)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         from .binary_row import EMPTY_ROW, serialize_row
