@@ -154,8 +154,12 @@ def test_metadata_commands_work_on_every_kind_of_table(written, kind, capsys, mo
     assert table.system_table("options").num_rows == len(table.options())
     code, _, err = cli(capsys, "tag", "create", name, "mine", "--snapshot", "2")
     assert code == 0, err
-    code, _, err = cli(capsys, "tag", "delete", name, "mine")
+    code, _, err = cli(capsys, "tag", "rename", name, "mine", "yours")
     assert code == 0, err
+    code, _, err = cli(capsys, "tag", "delete", name, "yours")
+    assert code == 0, err
+    code, out, err = cli(capsys, "expire-tags", name, "--json")
+    assert code == 0 and json.loads(out)["tags"] == [], err
 
     # Refused at the read or the write, with the option named; the table unchanged.
     with pytest.raises(UnsupportedTableError, match=KINDS[kind][2]):
