@@ -140,7 +140,10 @@ def test_upkeep_of_a_pypaimon_table_finds_its_files(tmp_path, legacy):
     assert sorted(result.data_files) == sorted(before)
     assert data_files(t.path) == live
 
-    assert t.remove_orphan_files(older_than=FUTURE).files == []
+    orphan = f"{sorted(live)[0].rsplit('/', 1)[0]}/data-00000000-dead-beef-0000-000000000000-0.parquet"
+    with open(orphan, "wb") as f:
+        f.write(b"left behind by a failed writer")
+    assert [f.path for f in t.remove_orphan_files(older_than=FUTURE).files] == [orphan]
     assert data_files(t.path) == live
     expected = canonical(pa.concat_tables([rows(range(0, 3), 1), rows(range(3, 12), 2)]), ["id"])
     assert canonical(t.read(), ["id"]) == expected
