@@ -136,7 +136,8 @@ class TableSchema:
                 raise InvalidOptionError(f"primary key {k!r} is not a column of {names}")
         if self.primary_keys:
             missing = [k for k in self.partition_keys if k not in self.primary_keys]
-            if missing:
+            # Paimon allows it with a dynamic bucket (cross-partition upsert), which is read here but not written.
+            if missing and str(self.options.get("bucket", "-1")).strip() != "-1":
                 raise InvalidOptionError(
                     f"primary key {list(self.primary_keys)} must contain the partition keys {missing}")
             if set(self.primary_keys) == set(self.partition_keys):

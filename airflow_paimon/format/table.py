@@ -67,16 +67,21 @@ class Table:
         return state
 
     def _refuse(self, action: str, reason: str | None) -> None:
-        if reason:
-            raise UnsupportedTableError(f"cannot {action} {self.identifier}: {reason}")
+        schema = self._schema
+        reasons = ([reason] if reason else []) + schema.unsupported_columns()
+        if schema.primary_keys and not set(schema.partition_keys) <= set(schema.primary_keys):
+            reasons.append(f"it is a cross-partition upsert table (its primary key {list(schema.primary_keys)} "
+                           f"leaves out partition keys of {list(schema.partition_keys)})")
+        if reasons:
+            raise UnsupportedTableError(f"cannot {action} {self.identifier}: {'; '.join(reasons)}")
 
     def require_readable(self) -> None:
         """Refuse to read rows that would not be the rows Paimon reads; metadata stays usable."""
-        self._refuse("read", self.core_options.read_refusal or "; ".join(self._schema.unsupported_columns()))
+        self._refuse("read", self.core_options.read_refusal)
 
     def require_writable(self) -> None:
         """Refuse to write files Paimon would not write (or read back) the same way."""
-        self._refuse("write to", self.core_options.write_refusal or "; ".join(self._schema.unsupported_columns()))
+        self._refuse("write to", self.core_options.write_refusal)
 
     # ---- metadata --------------------------------------------------------------------------------
     def schema(self) -> TableSchema:

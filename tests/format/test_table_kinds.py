@@ -22,6 +22,8 @@ def _reshape(table, options: dict[str, str], column_type: object = None):
     path = f"{table.path}/schema/schema-0"
     doc = json.load(open(path))
     doc["options"].update(options)
+    if options.get("bucket") == "-1" and doc["primaryKeys"] == ["p", "id"]:
+        doc["primaryKeys"] = ["id"]  # a cross-partition upsert table
     if column_type is not None:
         doc["fields"][2]["type"] = column_type
     json.dump(doc, open(path, "w"), indent=2)
@@ -35,6 +37,8 @@ KINDS = [
     (True, {"merge-engine": "aggregation"}, None, "merge-engine is 'aggregation'", "aggregation"),
     (True, {"file.format": "orc"}, None, "file.format is 'orc'", "orc"),
     (True, {"bucket": "-1"}, None, None, "dynamic-bucket primary-key table \\(bucket = -1"),
+    ("partitioned", {"bucket": "-1"}, None, "cross-partition upsert table \\(its primary key \\['id'\\]",
+     "dynamic-bucket .*; it is a cross-partition upsert table"),
     (True, {"file.compression": "lzo"}, None, None, "file.compression 'lzo'"),
     (False, {"data-evolution.enabled": "true", "row-tracking.enabled": "true"}, None,
      "data-evolution.enabled = true", "data-evolution"),
@@ -49,7 +53,7 @@ KINDS = [
 @pytest.mark.parametrize("pk, options, column_type, read_refusal, write_refusal", KINDS)
 def test_metadata_works_and_data_access_is_refused_clearly(tmp_path, pk, options, column_type, read_refusal,
                                                             write_refusal):
-    t = make_table(tmp_path, pk=pk)
+    t = make_table(tmp_path, pk=bool(pk), partitioned=pk == "partitioned")
     for v in range(1, 5):
         if pk:
             upsert(t, range(v * 3), v)
