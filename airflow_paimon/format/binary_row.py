@@ -156,7 +156,7 @@ def _unscaled(value: Any, precision: int, scale: int) -> int:
     return unscaled
 
 
-def _epoch_nanos(value: Any, unit: str) -> int:
+def epoch_nanos(value: Any, unit: str) -> int:
     """Nanoseconds since the epoch, truncated (floor) to the type's unit.
 
     Aware datetimes are taken as instants (converted to UTC); naive ones as UTC wall-clock time, which is
@@ -190,7 +190,7 @@ def _time_millis(value: Any, t: pa.DataType) -> int:
     raise TypeError(f"expected a datetime.time for a time field, got {type(value).__name__}")
 
 
-def _days(value: Any) -> int:
+def epoch_days(value: Any) -> int:
     if isinstance(value, _dt.datetime):
         value = value.date()
     if isinstance(value, _dt.date):
@@ -262,13 +262,13 @@ def serialize_row(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
         elif kind in _FIXED_FORMATS:
             struct.pack_into(_FIXED_FORMATS[kind], fixed, slot_at, value)
         elif kind is FieldKind.DATE:
-            struct.pack_into("<i", fixed, slot_at, _days(value))
+            struct.pack_into("<i", fixed, slot_at, epoch_days(value))
         elif kind is FieldKind.TIME:
             struct.pack_into("<i", fixed, slot_at, _time_millis(value, t))
         elif kind is FieldKind.TIMESTAMP:
-            struct.pack_into("<q", fixed, slot_at, _epoch_nanos(value, t.unit) // 1_000_000)
+            struct.pack_into("<q", fixed, slot_at, epoch_nanos(value, t.unit) // 1_000_000)
         elif kind is FieldKind.TIMESTAMP_WIDE:
-            millis, nano_of_milli = divmod(_epoch_nanos(value, t.unit), 1_000_000)
+            millis, nano_of_milli = divmod(epoch_nanos(value, t.unit), 1_000_000)
             struct.pack_into("<Q", fixed, slot_at, (cursor << 32) | nano_of_milli)
             var += struct.pack("<q", millis)
             cursor += 8

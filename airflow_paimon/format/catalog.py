@@ -7,7 +7,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .errors import PaimonError, TableAlreadyExistsError, TableNotFoundError
+from .errors import PaimonError, TableAlreadyExistsError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .schema import SchemaManager, schema_from_arrow
 from .table import Table
@@ -66,7 +66,9 @@ class Catalog:
             opts["bucket"] = "1"
         ts = schema_from_arrow(schema, partition_keys, primary_keys, opts, comment)
         from .options import TableOptions
-        TableOptions.parse(ts.options, bool(ts.primary_keys))
+        refusal = TableOptions.parse(ts.options, bool(ts.primary_keys)).write_refusal
+        if refusal:
+            raise UnsupportedTableError(f"cannot create {identifier}: this library could not write to it: {refusal}")
         path = self.table_path(identifier)
         manager = SchemaManager(self.io, path)
         if manager.ids():

@@ -37,7 +37,6 @@ __all__ = ["max_level", "needs_compaction", "compact_split", "compact_primary_ke
            "plan_compaction", "compact"]
 
 DEFAULT_SORTED_RUN_TRIGGER = 5
-APPEND_DEFAULT_TARGET_FILE_SIZE = 256 << 20
 
 
 def _int_option(options: Mapping[str, str], key: str) -> int | None:
@@ -63,8 +62,6 @@ def max_level(table: "Table") -> int:
 
 
 def target_file_size(table: "Table") -> int:
-    if not table.is_primary_key and "target-file-size" not in table.options():
-        return APPEND_DEFAULT_TARGET_FILE_SIZE
     return table.core_options.target_file_size
 
 
@@ -167,6 +164,7 @@ def compact_split(table: "Table", split: Split, target_size: int | None = None) 
 def plan_compaction(table: "Table", snapshot: "Snapshot | None" = None,
                     partitions: Iterable[Mapping[str, Any]] | None = None) -> list[Split]:
     """The splits of `snapshot` (default latest), optionally of some partitions only, that need compaction."""
+    table.require_writable()
     snap = snapshot if snapshot is not None else table.latest_snapshot()
     if snap is None:
         return []

@@ -14,7 +14,8 @@ class TableAlreadyExistsError(PaimonError):
 
 
 class UnsupportedTableError(PaimonError):
-    """The table uses a Paimon feature this library does not implement; refused at open, before any I/O."""
+    """The table uses a Paimon feature this library does not implement; its reads or writes are refused before any
+    I/O (its metadata stays usable)."""
 
 
 class SchemaMismatchError(PaimonError):

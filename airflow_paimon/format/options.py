@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Mapping
 
 from . import periods
-from .errors import InvalidOptionError, UnsupportedTableError
+from .errors import InvalidOptionError
 
 def parse_duration(text: str, option: str = "duration") -> timedelta:
     """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
@@ -60,37 +60,33 @@ class TableOptions:
     sequence_fields: tuple[str, ...]
     changelog_producer: str
     partition_default_name: str
+    partition_legacy_name: bool
     snapshot_num_retained_min: int
     snapshot_num_retained_max: int
     snapshot_time_retained: timedelta
     snapshot_expire_limit: int
     target_file_size: int
+    read_refusal: str | None
+    write_refusal: str | None
     raw: Mapping[str, str]
 
     @classmethod
     def parse(cls, options: Mapping[str, str], has_primary_key: bool) -> "TableOptions":
+        """Read the options, refusing bad values; what this library cannot read or write is only recorded
+        (`read_refusal`, `write_refusal`), so that metadata work (snapshots, tags, expiry, orphans) works on
+        every table."""
         bucket = _int(options, "bucket", -1)
-        if has_primary_key and (bucket is None or bucket < 1):
-            raise UnsupportedTableError(
-                f"bucket: primary-key tables need a fixed bucket number >= 1 (got {bucket}); "
-                "dynamic and postpone bucket modes are not supported")
-        if not has_primary_key and bucket != -1:
-            raise UnsupportedTableError(
-                f"bucket: append-only tables are supported with bucket = -1 only (got {bucket})")
+        if bucket == 0 or bucket < -2:
+            raise InvalidOptionError(f"bucket: {bucket} is not a bucket number (>= 1), -1 (dynamic) or -2 (postpone)")
         merge_engine = options.get("merge-engine", "deduplicate")
-        if merge_engine != "deduplicate":
-            raise UnsupportedTableError(f"merge-engine: {merge_engine!r} is not supported (only 'deduplicate')")
-        if _bool(options, "deletion-vectors.enabled", False):
-            raise UnsupportedTableError("deletion-vectors.enabled: tables with deletion vectors are not supported")
+        deletion_vectors = _bool(options, "deletion-vectors.enabled", False)
+        data_evolution = _bool(options, "data-evolution.enabled", False)
         file_format = options.get("file.format", "parquet").lower()
-        if file_format != "parquet":
-            raise UnsupportedTableError(f"file.format: {file_format!r} is not supported (only 'parquet')")
         compression = options.get("file.compression", "zstd").lower()
-        if compression not in COMPRESSIONS:
-            raise InvalidOptionError(f"file.compression: unknown codec {compression!r}")
         changelog = options.get("changelog-producer", "none")
         if changelog not in ("none", "input", "lookup", "full-compaction"):
             raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r}")
+        kind = (has_primary_key, bucket, merge_engine, deletion_vectors, data_evolution, file_format, compression)
         bucket_key = options.get("bucket-key")
         seq = options.get("sequence.field")
         retained_min = _int(options, "snapshot.num-retained.min", 10, minimum=1)
@@ -107,14 +103,56 @@ class TableOptions:
             sequence_fields=tuple(f.strip() for f in seq.split(",")) if seq else (),
             changelog_producer=changelog,
             partition_default_name=options.get("partition.default-name", "__DEFAULT_PARTITION__"),
+            partition_legacy_name=_bool(options, "partition.legacy-name", True),
             snapshot_num_retained_min=retained_min,
             snapshot_num_retained_max=retained_max,
             snapshot_time_retained=parse_duration(options.get("snapshot.time-retained", "1 h"),
                                                   "snapshot.time-retained"),
-            snapshot_expire_limit=_int(options, "snapshot.expire.limit", 10, minimum=1),
-            target_file_size=_parse_memory(options.get("target-file-size", "128 mb"), "target-file-size"),
+            snapshot_expire_limit=_int(options, "snapshot.expire.limit", 50, minimum=1),
+            # Paimon: 128 MB for primary-key tables, 256 MB for append tables unless set.
+            target_file_size=_parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
+                                           "target-file-size"),
+            read_refusal=_refusal(_limits(False, *kind)),
+            write_refusal=_refusal(_limits(True, *kind)),
             raw=dict(options),
         )
+
+
+def _refusal(limits: list[str]) -> str | None:
+    return "; ".join(limits) if limits else None
+
+
+def _limits(writing: bool, has_primary_key: bool, bucket: int, merge_engine: str, deletion_vectors: bool,
+            data_evolution: bool, file_format: str, compression: str) -> list[str]:
+    """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
+    out = []
+    if bucket == -2:
+        out.append("it is a postpone-bucket table (bucket = -2): its new rows wait in bucket-postpone until "
+                   "Paimon's compaction assigns them buckets")
+    if has_primary_key and merge_engine != "deduplicate":
+        out.append(f"its merge-engine is {merge_engine!r} (only 'deduplicate' is supported here)")
+    if deletion_vectors:
+        out.append("it is a deletion-vector table (deletion-vectors.enabled = true): "
+                   + ("its deletion vectors would not be kept up to date" if writing
+                      else "rows its deletion vectors delete would be returned"))
+    if data_evolution:
+        out.append("it is a data-evolution table (data-evolution.enabled = true): its files hold some columns "
+                   "each, joined by row id")
+    if file_format != "parquet":
+        out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
+    if not writing:
+        return out
+    if has_primary_key and bucket == -1:
+        out.append("it is a dynamic-bucket primary-key table (bucket = -1, Paimon's default): writing needs "
+                   "Paimon's HASH index of keys to buckets, which is not kept here; give the table a fixed "
+                   "bucket number (>= 1) when it is created")
+    if not has_primary_key and bucket >= 1:
+        out.append(f"it is a bucketed append table (bucket = {bucket}): only unbucketed append tables "
+                   "(bucket = -1) are written here")
+    if compression not in COMPRESSIONS:
+        out.append(f"its file.compression {compression!r} is not a codec this library writes "
+                   f"({', '.join(sorted(COMPRESSIONS))})")
+    return out
 
 
 _MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,

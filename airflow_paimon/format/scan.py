@@ -91,6 +91,7 @@ def _and(parts: list[ds.Expression]) -> ds.Expression:
 
 class ScanPlanner:
     def __init__(self, table: "Table"):
+        table.require_readable()
         self.table = table
         self.schema = table.schema()
 

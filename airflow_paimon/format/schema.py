@@ -114,11 +114,20 @@ class TableSchema:
             version=doc.get("version", 1),
         )
 
-    def validate(self) -> None:
-        """Refuse, before any data is touched, what this library cannot read or write correctly."""
-        names = self.field_names
+    def unsupported_columns(self) -> list[str]:
+        """Why columns cannot be read or written here (nested types, TIME, ...): the metadata of such a table is
+        still usable, its data is not."""
+        out = []
         for f in self.fields:
-            paimon_to_arrow(f.type, f.name)
+            try:
+                paimon_to_arrow(f.type, f.name)
+            except UnsupportedTableError as e:
+                out.append(str(e))
+        return out
+
+    def validate(self) -> None:
+        """Refuse a schema whose keys do not fit its columns."""
+        names = self.field_names
         for k in self.partition_keys:
             if k not in names:
                 raise InvalidOptionError(f"partition key {k!r} is not a column of {names}")
@@ -127,7 +136,8 @@ class TableSchema:
                 raise InvalidOptionError(f"primary key {k!r} is not a column of {names}")
         if self.primary_keys:
             missing = [k for k in self.partition_keys if k not in self.primary_keys]
-            if missing:
+            # Paimon allows it with a dynamic bucket (cross-partition upsert), which is read here but not written.
+            if missing and str(self.options.get("bucket", "-1")).strip() != "-1":
                 raise InvalidOptionError(
                     f"primary key {list(self.primary_keys)} must contain the partition keys {missing}")
             if set(self.primary_keys) == set(self.partition_keys):

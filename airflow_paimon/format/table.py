@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import pyarrow as pa
 
 from .commit import MAX_RETRIES, CommitMessage, FileStoreCommit, backoff
-from .errors import CommitConflictError, InvalidOptionError, PaimonError, TableNotFoundError
+from .errors import CommitConflictError, InvalidOptionError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
@@ -82,6 +82,23 @@ class Table:
         state.pop("partition_codec", None)
         return state
 
+    def _refuse(self, action: str, reason: str | None) -> None:
+        schema = self._schema
+        reasons = ([reason] if reason else []) + schema.unsupported_columns()
+        if schema.primary_keys and not set(schema.partition_keys) <= set(schema.primary_keys):
+            reasons.append(f"it is a cross-partition upsert table (its primary key {list(schema.primary_keys)} "
+                           f"leaves out partition keys of {list(schema.partition_keys)})")
+        if reasons:
+            raise UnsupportedTableError(f"cannot {action} {self.identifier}: {'; '.join(reasons)}")
+
+    def require_readable(self) -> None:
+        """Refuse to read rows that would not be the rows Paimon reads; metadata stays usable."""
+        self._refuse("read", self.core_options.read_refusal)
+
+    def require_writable(self) -> None:
+        """Refuse to write files Paimon would not write (or read back) the same way."""
+        self._refuse("write to", self.core_options.write_refusal)
+
     # ---- metadata --------------------------------------------------------------------------------
     def schema(self) -> TableSchema:
         return self._schema
@@ -143,7 +160,8 @@ class Table:
     def partition_codec(self) -> PartitionCodec:
         names = self._schema.partition_keys
         return PartitionCodec(names, [self._schema.arrow_type(n) for n in names],
-                              self.core_options.partition_default_name)
+                              self.core_options.partition_default_name,
+                              [self._schema.field(n).type for n in names], self.core_options.partition_legacy_name)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         from .binary_row import EMPTY_ROW, serialize_row

@@ -1,7 +1,8 @@
 """Paimon's type strings (as stored in schema files) and their Arrow counterparts.
 
-Only atomic types are supported; nested types (ARRAY, MAP, ROW, MULTISET, VARIANT) and TIME are refused with a
-clear error when a table is opened, so a reader never returns half-understood data.
+Only atomic types are read and written; a table with nested types (ARRAY, MAP, ROW, MULTISET, VARIANT) or TIME
+columns opens (its snapshots, tags and upkeep work) but its reads and writes are refused with a clear error, so a
+reader never returns half-understood data.
 """
 
 from __future__ import annotations
@@ -38,10 +39,28 @@ def split_nullability(type_str: str) -> tuple[str, bool]:
     return s, True
 
 
+def type_text(type_json: object) -> str:
+    """Paimon's SQL spelling of a type as a schema file stores it (nested types are JSON objects there)."""
+    if not isinstance(type_json, dict):
+        return str(type_json)
+    kind = str(type_json.get("type", "?"))
+    base = kind.split()[0]
+    if base in ("ARRAY", "MULTISET"):
+        text = f"{base}<{type_text(type_json.get('element'))}>"
+    elif base == "MAP":
+        text = f"MAP<{type_text(type_json.get('key'))}, {type_text(type_json.get('value'))}>"
+    elif base == "ROW":
+        text = "ROW<" + ", ".join(f"`{f.get('name')}` {type_text(f.get('type'))}"
+                                  for f in type_json.get("fields") or ()) + ">"
+    else:
+        text = base
+    return text + " NOT NULL" if kind.endswith("NOT NULL") or type_json.get("nullable") is False else text
+
+
 def paimon_to_arrow(type_str: object, field_name: str = "?") -> tuple[pa.DataType, bool]:
     """(arrow type, nullable) of a Paimon type as written in a schema file."""
     if not isinstance(type_str, str):
-        raise UnsupportedTableError(f"column {field_name!r}: nested type {type_str!r} is not supported")
+        raise UnsupportedTableError(f"column {field_name!r}: nested type {type_text(type_str)} is not supported")
     base, nullable = split_nullability(type_str)
     upper = re.sub(r"\s+", " ", base.upper())
     if upper in _SIMPLE:

@@ -113,6 +113,7 @@ def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) 
 
 class TableWrite:
     def __init__(self, table: "Table"):
+        table.require_writable()
         self.table = table
         self.schema = table.schema()
 

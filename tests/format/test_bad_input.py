@@ -53,7 +53,8 @@ def test_unknown_snapshot_and_tag(table):
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"primary_keys": ["id"], "options": {"bucket": "0"}}, UnsupportedTableError, "bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "0"}}, InvalidOptionError, "bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-1"}}, UnsupportedTableError, "dynamic-bucket"),
     ({"primary_keys": ["id"], "options": {"bucket": "x"}}, InvalidOptionError, "bucket"),
     ({"primary_keys": ["id"], "options": {"bucket": "2", "merge-engine": "aggregation"}}, UnsupportedTableError,
      "merge-engine"),
@@ -79,13 +80,20 @@ def test_unsupported_types_are_refused(catalog):
         catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("xs", pa.list_(pa.int64()))]))
 
 
-def test_opening_a_table_with_an_unsupported_column_type(catalog, tmp_path):
+def test_a_table_with_an_unsupported_column_type_opens_but_refuses_reads_and_writes(catalog, tmp_path):
     t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "1"})
+    t.write(orders([1, 2]))
     schema_file = f"{t.path}/schema/schema-0"
     text = open(schema_file).read().replace('"type": "DOUBLE"', '"type": "ARRAY<INT>"')
     open(schema_file, "w").write(text)
-    with pytest.raises(UnsupportedTableError, match="ARRAY<INT>"):
-        catalog.get_table("db.orders")
+    t = catalog.get_table("db.orders")
+    assert [s.id for s in t.snapshots()] == [1]
+    before = tree_digest(t.path)
+    with pytest.raises(UnsupportedTableError, match="cannot read db.orders: column 'amount'.*ARRAY<INT>"):
+        t.read()
+    with pytest.raises(UnsupportedTableError, match="cannot write to db.orders: column 'amount'.*ARRAY<INT>"):
+        t.write(orders([3]))
+    assert tree_digest(t.path) == before
 
 
 def test_bad_identifier(catalog):
