@@ -66,7 +66,7 @@ class Catalog:
             opts["bucket"] = "1"
         ts = schema_from_arrow(schema, partition_keys, primary_keys, opts, comment)
         from .options import TableOptions
-        TableOptions.parse(ts.options, bool(ts.primary_keys))
+        TableOptions.parse(ts.options, bool(ts.primary_keys)).check_fields(ts.field_names)
         path = self.table_path(identifier)
         manager = SchemaManager(self.io, path)
         if manager.ids():

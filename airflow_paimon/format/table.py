@@ -56,8 +56,7 @@ class Table:
         schema.validate()
         self._schema = schema
         self.core_options = TableOptions.parse(schema.options, bool(schema.primary_keys))
-        for f in self.core_options.sequence_fields:
-            schema.field(f)
+        self.core_options.check_fields(schema.field_names)
         self.manifest_io = ManifestIO(io, self.path, schema.options.get("manifest.compression", "zstd"))
         self.default_commit_user = f"{getpass.getuser()}-{uuid.uuid4()}"
 
