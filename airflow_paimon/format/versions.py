@@ -2,8 +2,9 @@
 
 Versions of one key are ordered as Paimon's merge readers and write buffers order them: by the `sequence.field`
 columns first, compared as Paimon's `UserDefinedSeqComparator` compares them (a NULL is below every value, in
-either `sequence.field.sort-order`; with ``descending`` the other values compare the other way round; a float NaN
-is above every number, as `Double.compare` has it), then by `_SEQUENCE_NUMBER`. The last version wins.
+either `sequence.field.sort-order`; with ``descending`` the other values compare the other way round; floats
+compare as Java's `Double.compare`: -0.0 below 0.0, NaN above every number), then by `_SEQUENCE_NUMBER`. The
+last version wins.
 
 Rows written without explicit kinds take their kind from the `rowkind.field` column ('+I', '-U', '+U', '-D',
 any case, as Paimon's `RowKindGenerator` maps them). `ignore-delete` drops -U and -D rows on write (Paimon's
@@ -32,8 +33,8 @@ def version_sort_indices(data: pa.Table, leading: Sequence[str], seq_fields: Seq
                          trailing: Sequence[str] = ()) -> np.ndarray:
     """Stable row order by `leading` columns, then the sequence fields in Paimon's order, then `trailing`.
 
-    Nulls and NaNs get their place from helper columns (valid-first, NaN-last), so the order is the same on every
-    pyarrow version whatever its default null placement."""
+    Nulls get their place from a helper column (valid after null) and floats from integer keys, so the order is
+    the same on every pyarrow version whatever its null and NaN placement."""
     cols: dict[str, pa.ChunkedArray | pa.Array] = {}
     sort_keys: list[tuple[str, str]] = []
 
@@ -49,12 +50,25 @@ def version_sort_indices(data: pa.Table, leading: Sequence[str], seq_fields: Seq
         col = data.column(name)
         if col.null_count:
             add(pc.is_valid(col), "ascending")
-        if pa.types.is_floating(col.type):
-            add(pc.fill_null(pc.is_nan(col), False), order)
-        add(col, order)
+        add(_float_order(col) if pa.types.is_floating(col.type) else col, order)
     for name in trailing:
         add(data.column(name), "ascending")
     return pc.sort_indices(pa.table(cols), sort_keys=sort_keys).to_numpy()
+
+
+def _float_order(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Unsigned integers ordered as Java's Float/Double.compare orders the floats: -0.0 below 0.0, every NaN
+    equal and above infinity; nulls (placed by their own key) all 0."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    values = np.ascontiguousarray(col.to_numpy(zero_copy_only=False))
+    bits = values.view(np.dtype(f"uint{values.dtype.itemsize * 8}"))
+    sign = bits.dtype.type(1 << (values.dtype.itemsize * 8 - 1))
+    keys = np.where(bits & sign, ~bits, bits | sign)
+    keys[np.isnan(values)] = np.iinfo(bits.dtype).max
+    if col.null_count:
+        keys[pc.is_null(col).to_numpy(zero_copy_only=False)] = 0
+    return pa.array(keys)
 
 
 def kinds_from_field(data: pa.Table, field: str) -> pa.Array:

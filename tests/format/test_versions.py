@@ -77,11 +77,11 @@ def test_several_sequence_fields_compare_field_by_field(catalog):
     t = seq_table(catalog, schema=schema, **{"sequence.field": " a, b"})
     nan = math.nan
     t.write(batch([(1, 1, 9.0, "old"), (2, 2, None, "new"), (3, 2, 1.0, "old"), (4, 2, nan, "new"),
-                   (5, None, 9.0, "old")], schema))
+                   (5, None, 9.0, "old"), (6, 1, 0.0, "new")], schema))
     t.write(batch([(1, 2, 0.0, "new"), (2, 2, 5.0, "newer"), (3, 2, 0.5, "lost"), (4, 2, 1e300, "lost"),
-                   (5, 0, None, "new")], schema))
-    # NaN is above every number, as Java's Double.compare has it.
-    assert values(t) == {1: "new", 2: "newer", 3: "old", 4: "new", 5: "new"}
+                   (5, 0, None, "new"), (6, 1, -0.0, "lost")], schema))
+    # Floats compare as Java's Double.compare: NaN above every number, -0.0 below 0.0.
+    assert values(t) == {1: "new", 2: "newer", 3: "old", 4: "new", 5: "new", 6: "new"}
 
 
 @pytest.mark.parametrize("options, message", [
