@@ -190,7 +190,7 @@ def test_sequence_order_is_vectorised_over_many_keys(catalog):
     ids = rng.integers(0, 500, n)
     ts = rng.integers(0, 50, n).astype(object)
     ts[rng.random(n) < 0.2] = None
-    t = seq_table(catalog, **{"bucket": "3"})
+    t = seq_table(catalog, bucket="3")
     t.write(batch([(int(i), s, f"r{j}") for j, (i, s) in enumerate(zip(ids, ts))]))
     model: dict = {}
     for j, (i, s) in enumerate(zip(ids, ts)):
