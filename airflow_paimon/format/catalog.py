@@ -66,7 +66,9 @@ class Catalog:
             opts["bucket"] = "1"
         ts = schema_from_arrow(schema, partition_keys, primary_keys, opts, comment)
         from .options import TableOptions
-        refusal = TableOptions.parse(ts.options, bool(ts.primary_keys)).write_refusal
+        parsed = TableOptions.parse(ts.options, bool(ts.primary_keys))
+        parsed.check_fields(ts.field_names)
+        refusal = parsed.write_refusal
         if refusal:
             raise UnsupportedTableError(f"cannot create {identifier}: this library could not write to it: {refusal}")
         path = self.table_path(identifier)

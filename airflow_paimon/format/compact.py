@@ -108,7 +108,9 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
     parts = _read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
     ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
     # Retractions are always dropped: the output replaces every file of the bucket at the top level.
-    merged = merge_on_read(parts, keys, seq_fields, ordered, True)
+    options = table.core_options
+    merged = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
+                           ignore_delete=options.ignore_delete)
     merged = _fill_partition(table, ordered_split, merged)
     top = max_level(table)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from . import periods
 from .errors import InvalidOptionError
@@ -45,6 +45,23 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     return parse_bool(raw, key)
 
 
+def _field_list(options: Mapping[str, str], key: str) -> tuple[str, ...]:
+    raw = options.get(key)
+    if not raw:
+        return ()
+    names = tuple(f.strip() for f in str(raw).split(","))
+    if not all(names):
+        raise InvalidOptionError(f"{key}: {raw!r} has an empty field name; give comma-separated column names")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidOptionError(f"{key}: {repeated} named more than once in {raw!r}")
+    return names
+
+
+# Paimon's ignore-delete and the older names it falls back to, in the order it reads them.
+IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                      "partial-update.ignore-delete")
+
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 
 
@@ -58,6 +75,10 @@ class TableOptions:
     file_format: str
     file_compression: str
     sequence_fields: tuple[str, ...]
+    sequence_descending: bool
+    rowkind_field: str | None
+    ignore_delete: bool
+    ignore_update_before: bool
     changelog_producer: str
     partition_default_name: str
     partition_legacy_name: bool
@@ -69,6 +90,15 @@ class TableOptions:
     read_refusal: str | None
     write_refusal: str | None
     raw: Mapping[str, str]
+
+    def check_fields(self, field_names: Sequence[str]) -> None:
+        """The columns that options name exist in the table (as Paimon's schema validation demands)."""
+        named = [("sequence.field", f) for f in self.sequence_fields]
+        if self.rowkind_field:
+            named.append(("rowkind.field", self.rowkind_field))
+        for key, name in named:
+            if name not in field_names:
+                raise InvalidOptionError(f"{key}: column {name!r} is not in the table schema {list(field_names)}")
 
     @classmethod
     def parse(cls, options: Mapping[str, str], has_primary_key: bool) -> "TableOptions":
@@ -88,7 +118,10 @@ class TableOptions:
             raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r}")
         kind = (has_primary_key, bucket, merge_engine, deletion_vectors, data_evolution, file_format, compression)
         bucket_key = options.get("bucket-key")
-        seq = options.get("sequence.field")
+        seq_fields = _field_list(options, "sequence.field")
+        sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
+        if sort_order not in ("ascending", "descending"):
+            raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
         retained_min = _int(options, "snapshot.num-retained.min", 10, minimum=1)
         retained_max = _int(options, "snapshot.num-retained.max", 2**31 - 1, minimum=1)
         if retained_max < retained_min:
@@ -100,7 +133,12 @@ class TableOptions:
             merge_engine=merge_engine,
             file_format=file_format,
             file_compression="none" if compression == "uncompressed" else compression,
-            sequence_fields=tuple(f.strip() for f in seq.split(",")) if seq else (),
+            sequence_fields=seq_fields,
+            sequence_descending=sort_order == "descending",
+            rowkind_field=options.get("rowkind.field") or None,
+            ignore_delete=_bool(options, next((k for k in IGNORE_DELETE_KEYS if k in options), "ignore-delete"),
+                                False),
+            ignore_update_before=_bool(options, "ignore-update-before", False),
             changelog_producer=changelog,
             partition_default_name=options.get("partition.default-name", "__DEFAULT_PARTITION__"),
             partition_legacy_name=_bool(options, "partition.legacy-name", True),

@@ -1,7 +1,8 @@
 """Reading splits: merge-on-read for primary-key tables, plain concatenation for append tables.
 
-For a primary-key bucket, the newest version of each key wins (highest `sequence.field` values, then highest
-`_SEQUENCE_NUMBER`); keys whose newest version is a retraction (-U/-D) disappear. All of it is one sort and a
+For a primary-key bucket, the newest version of each key wins (by `sequence.field` in Paimon's order, then the
+highest `_SEQUENCE_NUMBER`: versions.py); keys whose newest version is a retraction (-U/-D) disappear, and with
+`ignore-delete` retractions are skipped. All of it is one sort and a
 few vector comparisons over the bucket's rows: no per-row Python.
 """
 
@@ -18,6 +19,7 @@ from .data_file import DELETE, UPDATE_BEFORE
 from .evolution import file_columns, read_data_file
 from .scan import Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
+from .versions import version_sort_indices
 from .write import last_of_each_key
 
 if TYPE_CHECKING:
@@ -47,9 +49,19 @@ def _fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
 
 
 def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequence[str],
-                  ordered_runs: bool, has_retractions: bool = True) -> pa.Table:
-    """Newest row per key out of `parts` (files ordered oldest first), retractions dropped."""
+                  ordered_runs: bool, has_retractions: bool = True, *, seq_descending: bool = False,
+                  ignore_delete: bool = False) -> pa.Table:
+    """Newest row per key out of `parts` (files ordered oldest first), retractions dropped.
+
+    Versions are ordered as Paimon orders them (versions.py); with `ignore_delete` retractions are skipped before
+    choosing, so the newest insert or update-after of a key wins, as in Paimon's deduplicate merge function."""
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if ignore_delete and has_retractions and data.num_rows:
+        kinds = data.column(VALUE_KIND)
+        retract = pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))
+        if pc.any(retract).as_py():
+            data = data.filter(pc.invert(retract))
+        has_retractions = False
     n = data.num_rows
     if n == 0:
         return data
@@ -60,9 +72,7 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
         # sequence order; timsort merges the pre-sorted runs in linear time.
         order = np.argsort(data.column(keys[0]).to_numpy(), kind="stable")
     else:
-        sort_keys = [(k, "ascending") for k in keys] + [(f, "ascending") for f in seq_fields]
-        sort_keys.append((SEQUENCE_NUMBER, "ascending"))
-        order = pc.sort_indices(data, sort_keys=sort_keys).to_numpy()
+        order = version_sort_indices(data, keys, seq_fields, seq_descending, [SEQUENCE_NUMBER])
     sorted_keys = [data.column(k).take(order) if order is not None else data.column(k) for k in keys]
     keep = last_of_each_key(sorted_keys, n)
     if has_retractions:
@@ -102,7 +112,9 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
         parts = _read_files(table, split, needed + system, file_schema)
         # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
-        data = merge_on_read(parts, keys, seq_fields, ordered, True)
+        options = table.core_options
+        data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
+                             ignore_delete=options.ignore_delete)
     else:
         parts = _read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]

@@ -69,8 +69,7 @@ class Table:
     def _use_schema(self, schema: TableSchema) -> None:
         schema.validate()
         core_options = TableOptions.parse(schema.options, bool(schema.primary_keys))
-        for f in core_options.sequence_fields:
-            schema.field(f)
+        core_options.check_fields(schema.field_names)
         self._schema = schema
         self._schemas[schema.id] = schema
         self.core_options = core_options

@@ -19,6 +19,7 @@ from .bucketing import bucket_ids
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
+from .versions import kinds_to_write, version_sort_indices
 
 if TYPE_CHECKING:
     from .table import Table
@@ -68,8 +69,12 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np
     return gid
 
 
-def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str]) -> pa.Array | np.ndarray:
-    """Row order by (group, key), stable so that the last of duplicate keys stays last."""
+def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str], seq_fields: Sequence[str] = (),
+                seq_descending: bool = False) -> pa.Array | np.ndarray:
+    """Row order by (group, key, sequence fields in Paimon's order), stable so that of duplicate keys the newest
+    stays last."""
+    if seq_fields:
+        return version_sort_indices(data, ["__gid", *keys], seq_fields, seq_descending)
     col = data.column(keys[0])
     if len(keys) == 1 and pa.types.is_integer(col.type) and col.null_count == 0 and data.num_rows:
         k = col.to_numpy().astype(np.int64, copy=False)
@@ -84,7 +89,7 @@ def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str]) -> pa.Arra
             if (ordered[1:] == ordered[:-1]).any():
                 order = np.argsort(combined, kind="stable")
             return order
-    return pc.sort_indices(data, sort_keys=[("__gid", "ascending")] + [(k, "ascending") for k in keys])
+    return version_sort_indices(data, ["__gid", *keys], (), False)
 
 
 def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
@@ -123,24 +128,28 @@ class TableWrite:
               what: str = "the data") -> list[CommitMessage]:
         """Files for `data` (kinds: per-row RowKind, default +I) against `base_snapshot`'s sequence numbers.
 
-        Several rows with one primary key: the last one wins (``duplicates="last"``, a stream of changes), or
-        DuplicateKeyError before any file is written (``"error"``: a MERGE source, where they are ambiguous);
-        `what` names the rows in that message.
+        Several rows with one primary key: the newest wins (``duplicates="last"``, a stream of changes: the
+        highest `sequence.field` values in Paimon's order, then the later row), or DuplicateKeyError before any
+        file is written (``"error"``: a MERGE source, where they are ambiguous); `what` names the rows in that
+        message. Without `kinds`, a table with `rowkind.field` takes each row's kind from that column; with
+        `ignore-delete` (`ignore-update-before`) retractions (-U rows) are not written.
         """
         if duplicates not in ("last", "error"):
             raise ValueError(f"duplicates must be 'last' or 'error', not {duplicates!r}")
         data = conform(self.table, data, required)
+        data, kinds = kinds_to_write(self.table.core_options, data, kinds, not self.table.is_primary_key)
         if data.num_rows == 0:
             return []
         if not self.table.is_primary_key:
             return self._write_append(data, base_snapshot)
         kinds = pa.array(np.full(data.num_rows, INSERT, dtype=np.int8)) if kinds is None else kinds
-        data = data.append_column("__kind", kinds.cast(pa.int8()) if isinstance(kinds, pa.Array) else kinds)
+        data = data.append_column("__kind", kinds)
         buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
         gid = _group_ids(self.table, data, buckets)
         data = data.append_column("__gid", pa.array(gid))
         keys = self.schema.trimmed_primary_keys
-        data = data.take(_sort_order(data, gid, keys))
+        options = self.table.core_options
+        data = data.take(_sort_order(data, gid, keys, options.sequence_fields, options.sequence_descending))
         gid_sorted = data.column("__gid").to_numpy()
         keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
         if duplicates == "error" and not keep.all():
@@ -214,5 +223,8 @@ class TableWrite:
         missing = [k for k in pk if k not in keys.column_names]
         if missing:
             raise SchemaMismatchError(f"delete needs every primary-key column; missing {missing}")
+        if self.table.core_options.ignore_delete:
+            raise InvalidDataError(f"{self.table.identifier} has ignore-delete = true: its writers drop deletes, so "
+                                   "deleting keys would change nothing")
         kinds = pa.array(np.full(keys.num_rows, DELETE, dtype=np.int8))
         return self.write(keys, kinds, base_snapshot, required=pk)

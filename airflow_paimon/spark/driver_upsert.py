@@ -18,11 +18,13 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_paimon.format import Table
 from airflow_paimon.format.snapshot import Snapshot
+from airflow_paimon.format.versions import kinds_to_write
 
 __all__ = ["local_parquet_files", "read_increment", "upsert_in_driver"]
 
@@ -126,11 +128,19 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
 
 def upsert_in_driver(table: Table, data: pa.Table, base: Snapshot | None, commit_user: str | None,
                      commit_identifier: int | None) -> tuple[Snapshot | None, dict[str, int], dict[str, float]]:
-    """Write `data` as +I rows of new level-0 files and commit once: (new snapshot or None, rows, seconds)."""
+    """Write `data` as rows of new level-0 files and commit once: (new snapshot or None, rows, seconds).
+
+    Rows are +I, or of the kind their ``rowkind.field`` column names; retractions the table ignores are dropped,
+    and the counts are of the rows written, as the Spark tasks count them."""
     started = time.monotonic()
-    messages = table.new_write().write(data, base_snapshot=base, duplicates="error", what="the MERGE source")
+    data, kinds = kinds_to_write(table.core_options, data, None)
+    messages = table.new_write().write(data, kinds, base_snapshot=base, duplicates="error", what="the MERGE source")
     seconds = {"write": round(time.monotonic() - started, 3)}
-    rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
+    if kinds is None:
+        rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
+    else:
+        counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
+        rows = {"inserted": int(counts[0]), "updated": int(counts[2]), "deleted": int(counts[1] + counts[3])}
     if not messages:
         return None, rows, seconds
     started = time.monotonic()

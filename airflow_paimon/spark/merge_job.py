@@ -7,9 +7,13 @@ Semantics are those of Paimon's Spark ``MERGE INTO`` on primary-key tables:
   (matched / not matched / not matched by source) whose condition holds applies;
 * several source rows for one primary key are an error (DuplicateKeyError) and nothing is committed;
 * primary-key columns cannot be updated;
-* a table with ``sequence.field`` keeps the newest version: merge-on-read already orders versions by it, and
-  matched clauses skip source rows whose sequence fields are older than the target row's, so an older
-  increment merged after a newer one changes nothing it should not.
+* a table with ``sequence.field`` keeps the newest version: merge-on-read already orders versions by it (in
+  Paimon's order: a null is older than any value; ``sequence.field.sort-order``), and matched clauses skip source
+  rows whose sequence fields are older than the target row's in that same order, so an older increment merged
+  after a newer one changes nothing it should not;
+* a plain upsert of a table with ``rowkind.field`` takes each source row's kind from that column (a '-D' row
+  deletes its key); other clauses decide their rows' kinds themselves. With ``ignore-delete`` no delete is
+  written (Paimon's writers drop them), so DELETE clauses change nothing.
 
 How it runs:
 
@@ -225,13 +229,17 @@ def _target_columns_needed(table: Table, clauses: Sequence[MergeClause], on: Seq
     return [n for n in names if n in need]
 
 
-def _sequence_guard(fields: Sequence[str]) -> Any:
-    """s's sequence fields are not older than t's (lexicographically; a null on either side never blocks)."""
-    expr = None
+def _sequence_guard(fields: Sequence[str], descending: bool) -> Any:
+    """s's sequence fields are not older than t's, by Paimon's comparator (versions.py): compared field by field,
+    a null is older than any value, and with `descending` a smaller value is the newer one. So a matched clause
+    fires exactly when the row it writes would win over the target row on read."""
+    expr = F.lit(True)
     for f in reversed(fields):
         s, t = F.col("s").getField(f), F.col("t").getField(f)
-        expr = (s >= t) if expr is None else ((s > t) | ((s == t) & expr))
-    return F.coalesce(expr, F.lit(True))
+        later = (s < t) if descending else (s > t)
+        newer = (s.isNotNull() & t.isNull()) | F.coalesce(later, F.lit(False))
+        expr = newer | (s.eqNullSafe(t) & expr)
+    return expr
 
 
 class _Stats:
@@ -572,7 +580,8 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
     has_s, has_t = F.col("__has_s"), F.col("__has_t")
     when_cond = {MATCHED: has_s & has_t, NOT_MATCHED: has_s & ~has_t, NOT_MATCHED_BY_SOURCE: ~has_s & has_t}
     if guard_fields:
-        when_cond[MATCHED] = when_cond[MATCHED] & _sequence_guard(guard_fields)
+        when_cond[MATCHED] = when_cond[MATCHED] & _sequence_guard(guard_fields,
+                                                                  table.core_options.sequence_descending)
         result["sequence_guard"] = guard_fields
     action = None
     for idx, c in enumerate(clauses):

@@ -33,6 +33,7 @@ from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.errors import DuplicateKeyError, InvalidDataError, PaimonError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
+from airflow_paimon.format.versions import kinds_to_write, version_sort_indices
 from airflow_paimon.format.write import TableWrite
 
 from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
@@ -378,7 +379,7 @@ _MESSAGE_SCHEMA = T.StructType([
 
 
 def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, duplicates: str,
-                what: str, assign: bool = False) -> Any:
+                what: str, assign: bool = False, kinds_given: bool = True) -> Any:
     logical = table.arrow_schema()
     bucket_keys = table.bucket_keys if table.is_primary_key else []
     key_schema = pa.schema([pa.field(k, logical.field(k).type, True) for k in bucket_keys])
@@ -387,7 +388,8 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
     pkeys = table.partition_keys
     keys = table.schema().trimmed_primary_keys if table.is_primary_key else []
     pk_all = table.primary_keys
-    seq_fields = list(table.core_options.sequence_fields)
+    options = table.core_options
+    seq_fields = [f for f in options.sequence_fields if f not in keys]
     xschema = exchange_schema(_MESSAGE_SCHEMA)
     part_schema = pa.schema([logical.field(p) for p in pkeys])
 
@@ -400,11 +402,18 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
             buckets = bucket_ids(cast_to(data, key_schema), num_buckets) if bucket_keys else \
                 np.zeros(data.num_rows, dtype=np.int32)
             data = data.append_column(bucket_column, pa.array(buckets, pa.int32()))
-        kinds_raw = data.column("__kind")
-        bad = pc.sum(pc.or_(pc.less(kinds_raw, 0), pc.greater(kinds_raw, 3))).as_py() or 0
-        if bad or kinds_raw.null_count:
-            raise InvalidDataError(f"{bad + kinds_raw.null_count} row(s) have an unknown row kind "
-                                   "(expected +I, -U, +U or -D)")
+        if kinds_given:
+            kinds_raw = data.column("__kind")
+            bad = pc.sum(pc.or_(pc.less(kinds_raw, 0), pc.greater(kinds_raw, 3))).as_py() or 0
+            if bad or kinds_raw.null_count:
+                raise InvalidDataError(f"{bad + kinds_raw.null_count} row(s) have an unknown row kind "
+                                       "(expected +I, -U, +U or -D)")
+        # rowkind.field and the ignore options, as the library's own writer applies them.
+        data, kinds = kinds_to_write(options, data, data.column("__kind") if kinds_given else None, not keys)
+        if kinds is not None:
+            data = data.set_column(data.column_names.index("__kind"), "__kind", kinds)
+        if not data.num_rows:
+            return
         if pkeys:
             casted = cast_to(data, part_schema)
             for p in pkeys:
@@ -412,10 +421,9 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
         for k in pk_all:
             if data.column(k).null_count:
                 raise InvalidDataError(f"primary-key column {k!r} is null in {data.column(k).null_count} row(s)")
-        sort_keys = [(p, "ascending") for p in pkeys] + [(bucket_column, "ascending")]
-        sort_keys += [(k, "ascending") for k in keys] + [(f, "ascending") for f in seq_fields if f not in keys]
-        order = pc.sort_indices(data, sort_keys=sort_keys, null_placement="at_start")
-        data = data.take(order)
+        # Of several rows with one key, the newest in Paimon's order ends last (versions.py).
+        order = version_sort_indices(data, [*pkeys, bucket_column, *keys], seq_fields, options.sequence_descending)
+        data = data.take(pa.array(order))
         # Every bucket of this task is checked before any file is written.
         groups = []
         for start, end in _runs([data.column(p) for p in pkeys] + [data.column(bucket_column)], data.num_rows):
@@ -476,7 +484,9 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     * `base_snapshot`: the snapshot the changes were computed against (default: the latest); sequence numbers
       continue from it and the commit refuses concurrent changes to the same buckets after it.
     * `duplicates`: ``"error"`` (several rows with one key: DuplicateKeyError, nothing committed) or ``"last"``
-      (keep the row with the highest sequence-field values, else an arbitrary one).
+      (keep the row with the highest sequence-field values in Paimon's order, else an arbitrary one).
+    * without `kind_column`, a table with ``rowkind.field`` takes each row's kind from that column; with
+      ``ignore-delete`` (``ignore-update-before``) retractions (-U rows) are not written, as Paimon's writers do.
     * `bucket_column`: `df` already holds each row's bucket in this column AND is partitioned so that one
       partition holds all rows of a (partition, bucket): skip the bucket assignment and the shuffle.
     * `single_task=True`: one task reads all rows, assigns their buckets and writes every bucket (no shuffle):
@@ -507,6 +517,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
             cols.append(F.col(f.name).cast(f.dataType).alias(f.name))
         else:
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+    kinds_given = kind_column is not None or not table.core_options.rowkind_field
     cols.append(_kind_expr(df, kind_column).alias("__kind"))
     assign = False
     if bucket_column is not None:
@@ -518,7 +529,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = _by_bucket(prepared, keys, num_tasks)
-    task = _write_task(table, next_seq, BUCKET_COLUMN, duplicates, what, assign)
+    task = _write_task(table, next_seq, BUCKET_COLUMN, duplicates, what, assign, kinds_given)
     started = time.monotonic()
     try:
         rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()

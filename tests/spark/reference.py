@@ -18,8 +18,21 @@ def clause(when: str, action: str, cond: Cond = None, assign: Any = None) -> tup
     return (when, action, cond, assign)
 
 
+def older(s: Row, t: Row, seq_fields: Sequence[str], descending: bool = False) -> bool:
+    """Whether `s` is an older version than `t` by Paimon's sequence comparator: field by field, a None below
+    every value, the values compared the other way round when `descending`."""
+    for f in seq_fields:
+        a, b = s.get(f), t.get(f)
+        if a == b:
+            continue
+        if a is None or b is None:
+            return a is None
+        return (a > b) if descending else (a < b)
+    return False
+
+
 def merge_rows(target: Sequence[Row], source: Sequence[Row], on: Sequence[str], clauses: Sequence[tuple],
-               columns: Sequence[str], seq_fields: Sequence[str] = ()) -> list[Row]:
+               columns: Sequence[str], seq_fields: Sequence[str] = (), descending: bool = False) -> list[Row]:
     def key(r: Row) -> tuple:
         return tuple(r[k] for k in on)
 
@@ -55,9 +68,8 @@ def merge_rows(target: Sequence[Row], source: Sequence[Row], on: Sequence[str], 
         t = by_key.get(key(s))
         if t is not None:
             matched.add(key(s))
-            if seq_fields and all(s.get(f) is not None and t.get(f) is not None for f in seq_fields):
-                if tuple(s[f] for f in seq_fields) < tuple(t[f] for f in seq_fields):
-                    continue
+            if older(s, t, seq_fields, descending):
+                continue
             fire("matched", s, t)
         else:
             fire("not_matched", s, None)

@@ -124,6 +124,43 @@ def test_sequence_field_keeps_newer_values_when_an_older_day_comes_later(warehou
     assert {x["id"]: x["name"] for x in rows_of(cat)}[5] == "n5-v3"
 
 
+def test_a_null_sequence_value_in_the_increment_never_replaces_a_value(warehouse, tmp_path):
+    cat = warehouse
+    make_target(cat, options={"sequence.field": "updated_at"}, rows=[row(i) for i in range(6)])
+    before = rows_of(cat)
+    source = [dict(row(i, 1), updated_at=None) for i in range(3, 9)]      # 3 keys held, 3 new
+    r = merge(cat, write_source(tmp_path, source))
+    assert r["engine"] == "driver"
+    expected = merge_rows(before, source, ["id"], UPSERT, COLUMNS, seq_fields=["updated_at"])
+    assert canonical(rows_of(cat), ["id"]) == canonical(expected, ["id"])
+    assert {x["id"]: x["name"] for x in rows_of(cat)} == {0: "n0-v0", 1: "n1-v0", 2: "n2-v0", 3: "n3-v0",
+                                                         4: "n4-v0", 5: "n5-v0", 6: "n6-v1", 7: "n7-v1", 8: "n8-v1"}
+
+
+KINDS = pa.schema([("id", pa.int64()), ("name", pa.string()), ("op", pa.string())])
+
+
+@pytest.mark.parametrize("ignore_delete", [False, True], ids=["deletes", "ignore-delete"])
+def test_rowkind_field_rows_delete_and_update_through_the_driver(warehouse, tmp_path, ignore_delete):
+    cat = warehouse
+    options = {"bucket": "2", "rowkind.field": "op", "ignore-delete": str(ignore_delete).lower()}
+    t = cat.create_table("db.t", KINDS, primary_keys=["id"], options=options)
+    t.write(pa.Table.from_pylist([{"id": i, "name": "v0", "op": "+I"} for i in range(4)], schema=KINDS))
+    source = [{"id": 0, "name": "v1", "op": "-D"}, {"id": 1, "name": "v1", "op": "+U"},
+              {"id": 2, "name": "v1", "op": "-U"}, {"id": 9, "name": "v1", "op": "+I"}]
+    path = tmp_path / "kinds.parquet"
+    pq.write_table(pa.Table.from_pylist(source, schema=KINDS), path)
+    r = merge(cat, str(path))
+    assert r["engine"] == "driver"
+    got = {x["id"]: x["name"] for x in rows_of(cat)}
+    if ignore_delete:
+        assert r["rows"] == {"inserted": 1, "updated": 1, "deleted": 0}
+        assert got == {0: "v0", 1: "v1", 2: "v0", 3: "v0", 9: "v1"}
+    else:
+        assert r["rows"] == {"inserted": 1, "updated": 1, "deleted": 2}
+        assert got == {1: "v1", 3: "v0", 9: "v1"}
+
+
 def test_a_retry_does_nothing_and_reapply_merges_again(warehouse, tmp_path):
     cat = warehouse
     make_target(cat)
