@@ -9,6 +9,7 @@ import os
 import sys
 import types
 import zipfile
+from pathlib import Path
 
 import pendulum
 import pytest
@@ -36,8 +37,6 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
 
     from airflow_paimon.merge import matched_update, not_matched_insert
     from airflow_paimon.operators.merge import MergeIncrementalOperator
-    from airflow_paimon.spark.common import OPTIONS_ENV
-
     op = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in/{{ ds }}", on=["id"],
                                   clauses=[matched_update(set="*", condition="s.v > t.v"), not_matched_insert()])
     assert isinstance(op, SparkSubmitOperator)
@@ -50,10 +49,11 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op.conf["spark.pyspark.python"] == sys.executable
     assert op.env_vars["PYSPARK_PYTHON"] == sys.executable
     assert op.py_files is None                                    # local: the installed package is used
-    sent = json.loads(op.application_args[1])
+    assert op.application_args[0] == "--spec-file"                 # secrets travel in a file of the job's own
+    sent = json.loads(Path(op.application_args[1]).read_text())
+    assert sent.pop("options")["s3.secret-key"] == "s3cr3t"
     assert sent == spec and sent["warehouse"] == paimon_conn
-    assert "s3cr3t" not in op.application_args[1]                  # secrets travel in the environment
-    assert json.loads(op.env_vars[OPTIONS_ENV])["s3.secret-key"] == "s3cr3t"
+    assert not any("s3cr3t" in a for a in op.application_args) and "s3cr3t" not in json.dumps(op.env_vars)
     assert sent["commit_user"] == "airflow:dag.merge"
     # Stable across tries and processes, distinct per interval and task.
     assert op._prepare(context(try_number=3))["commit_identifier"] == sent["commit_identifier"]
@@ -61,7 +61,7 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op._prepare(context(task_id="other"))["commit_identifier"] != sent["commit_identifier"]
     op.reapply = "True"
     re = op._prepare(context(try_number=2))
-    assert re["reapply"] is True and re["reapply_token"] == "2"
+    assert re["reapply"] is True and re["reapply_token"] == "manual__x/2"
     assert "driver_bytes" not in sent                              # the application's default
     spark_only = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", driver_bytes=0)
     assert spark_only._prepare(context())["driver_bytes"] == 0
