@@ -58,7 +58,7 @@ CASES = {
                        r"AnalysisException: \[FIELD_NOT_FOUND\] No such struct field `op`"),
     "clause that does not parse": (lambda p: _write(p, [row(1, 1)]),
                                    {"clauses": [{"when": "matched", "action": "update", "set": "*",
-                                                 "condition": "s.amount > AND"}]},
+                                                 "condition": "(s.amount > 1"}]},
                                    r"ParseException: \[PARSE_SYNTAX_ERROR\]"),
 }
 
