@@ -26,10 +26,10 @@ def paimon_conn(monkeypatch, tmp_path):
     return wh
 
 
-def context(start="2026-11-14", end="2026-11-15", task_id="merge", try_number=1):
+def context(start="2026-11-14", end="2026-11-15", task_id="merge", try_number=1, run_id="manual__x"):
     ti = types.SimpleNamespace(dag_id="dag", task_id=task_id, map_index=-1, try_number=try_number)
     return {"ti": ti, "data_interval_start": pendulum.parse(start) if start else None,
-            "data_interval_end": pendulum.parse(end) if end else None, "run_id": "manual__x"}
+            "data_interval_end": pendulum.parse(end) if end else None, "run_id": run_id}
 
 
 def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
@@ -62,6 +62,9 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     op.reapply = "True"
     re = op._prepare(context(try_number=2))
     assert re["reapply"] is True and re["reapply_token"] == "manual__x/2"
+    # Another run re-applying the same day is another commit; the same run and try is the same one.
+    assert op._prepare(context(try_number=2, run_id="manual__y"))["reapply_token"] != re["reapply_token"]
+    assert op._prepare(context(try_number=2))["reapply_token"] == re["reapply_token"]
     assert "driver_bytes" not in sent                              # the application's default
     spark_only = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", driver_bytes=0)
     assert spark_only._prepare(context())["driver_bytes"] == 0
