@@ -9,8 +9,11 @@ day as scheduled ones):
 2. ``merge_increment`` (:class:`~airflow_paimon.operators.merge.MergeIncrementalOperator`, on Spark): MERGE the
    files of ``{params.incoming}/D/`` into the table: rows with ``op = 'D'`` delete, the others upsert. Only the
    increment is read and written (new level-0 files; merge-on-read does the rest). Exactly once: a retry, or a
-   re-run of the same day, finds the day's commit and commits nothing;
-3. ``tag_day``: tag ``D`` on the merge's snapshot, so the tag holds the table as of the end of day D's merge;
+   re-run of the same day, finds the day's commit and commits nothing; a run with ``params.reapply`` merges the
+   day's files again as they are then (every such run does). A day whose folder holds no data file merges
+   nothing (``no_changes``);
+3. ``tag_day``: tag ``D`` on the merge's snapshot, so the tag holds the table as of the end of day D's merge
+   (for a day without changes, the table as it stood);
 4. on Sundays, ``compact`` (full compaction on Spark) and ``remove_orphan_files`` (files older than 3 days that
    nothing references, e.g. left by killed jobs);
 5. ``expire_snapshots`` by the table's retention options (tags keep what they need).

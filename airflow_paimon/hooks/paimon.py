@@ -62,6 +62,10 @@ def _is_sensitive(option: str) -> bool:
     return any(word in lowered for word in _SENSITIVE_WORDS)
 
 
+def _secret_names(options: dict[str, str], secret_option: str) -> list[str]:
+    return sorted(k for k, v in options.items() if v and (k == secret_option or _is_sensitive(k)))
+
+
 def _option_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -236,12 +240,17 @@ class PaimonHook(BaseHook):
         if conn.password:
             options[secret_option] = conn.password
         options.update(self._options_override)
-        self._mask(options, secret_option)
+        self._mask([options[k] for k in _secret_names(options, secret_option)])
         return options
 
+    @property
+    def secret_option_names(self) -> list[str]:
+        """The names of the options whose values are secrets (the secret key, anything named like a password or
+        token): masked in logs, and never put on a command line."""
+        return _secret_names(self.options, self._credential_option_names()[1])
+
     @staticmethod
-    def _mask(options: dict[str, str], secret_option: str) -> None:
-        secrets = [v for k, v in options.items() if v and (k == secret_option or _is_sensitive(k))]
+    def _mask(secrets: list[str]) -> None:
         if not secrets:
             return
         try:

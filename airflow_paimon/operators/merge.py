@@ -7,11 +7,19 @@ the Spark provider's connection (``conn_id``), ``conf``, log streaming, kill and
 What it adds:
 
 * the warehouse and filesystem options come from the Paimon connection (``paimon_conn_id``, via
-  :class:`~airflow_paimon.hooks.paimon.PaimonHook`); the options travel to the driver in an environment variable,
-  not on the command line;
+  :class:`~airflow_paimon.hooks.paimon.PaimonHook`). They never go on the spark-submit command line, where ``ps``
+  and the cluster's application listings would show them: the job's spec travels in a file only the job can read
+  (mode 0600 in a private temporary folder, deleted when spark-submit ends; on YARN in cluster mode shipped with
+  ``--files`` into the application's private staging folder), and on Kubernetes in cluster mode the secret
+  options come from a Kubernetes secret (``spark.kubernetes.driver.secretKeyRef.AIRFLOW_PAIMON_CATALOG_OPTIONS``).
+  Spark cannot run Python applications on a standalone cluster in cluster deploy mode; that mode is refused;
+* an input the application refuses (a missing folder or column, duplicate keys, a clause that does not parse, a
+  type the MERGE may not store) fails the task without retries (``AirflowFailException``) with the
+  application's own one-line error; crashes and killed JVMs stay retryable;
 * exactly-once: the commit user is ``airflow:<dag_id>.<task_id>`` and the commit identifier a stable int64 hash
   of the dag id, task id, map index and the run's data interval, so a retry (or a backfill re-run) of a merge
-  whose commit already landed does nothing. ``reapply=True`` merges again on purpose, under a new identifier;
+  whose commit already landed does nothing. ``reapply=True`` merges again on purpose, under an identifier of
+  the run and try (so a later run re-applying the same day merges again, and a retried try does not);
 * with no Spark connection at all, ``local[*]`` with the worker's own Python (``sys.executable``): nothing to
   configure. For a cluster (``yarn``, ``spark://``, ``k8s://``), the installed ``airflow_paimon`` package is
   zipped and shipped with ``--py-files`` (``ship_package``), so executors import the same library; they need
@@ -25,28 +33,36 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 from airflow_paimon import arguments as args
 from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import CheckedArguments, checkable
-from airflow_paimon.spark.common import (OPTIONS_ENV, application_path, parse_result, py_files_zip,
-                                         reapply_identifier, stable_int64)
+from airflow_paimon.spark.common import (INPUT_ERROR_EXIT, OPTIONS_ENV, application_path, parse_result,
+                                         py_files_zip, read_result_file, reapply_identifier, stable_int64)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["MergeIncrementalOperator", "PaimonSparkSubmitOperator", "commit_identifier_for", "commit_user_for"]
+__all__ = ["MergeIncrementalOperator", "PaimonSparkSubmitOperator", "commit_identifier_for", "commit_user_for",
+           "reapply_token_for"]
 
 DEFAULT_LOCAL_MASTER = "local[*]"
+SPEC_FILE_NAME = "airflow-paimon-spec.json"
+# The conf that hands the driver pod the catalog options from a Kubernetes secret.
+KUBERNETES_OPTIONS_SECRET_CONF = f"spark.kubernetes.driver.secretKeyRef.{OPTIONS_ENV}"
+# How YARN (cluster mode) and Kubernetes report the driver's exit code in spark-submit's output.
+_REMOTE_EXIT_RE = re.compile(r"(?:User application exited with status|[eE]xit code:)\s*(\d+)")
 
 
 def commit_user_for(dag_id: str, task_id: str) -> str:
@@ -67,6 +83,15 @@ def commit_identifier_for(context: Mapping[str, Any], purpose: str = "merge") ->
     else:
         anchor = ("interval", _iso(start), _iso(end))
     return stable_int64(purpose, ti.dag_id, ti.task_id, getattr(ti, "map_index", -1), *anchor)
+
+
+def reapply_token_for(context: Mapping[str, Any]) -> str:
+    """What makes a deliberate re-merge distinct: the run and the try. A later run re-applying the same day
+    gets a new commit identifier (and merges what the day's files hold now); the same try run again finds its
+    own commit and does nothing."""
+    ti = context["ti"]
+    run_id = context.get("run_id") or getattr(ti, "run_id", None) or getattr(context.get("dag_run"), "run_id", "")
+    return f"{run_id}/{getattr(ti, 'try_number', 1)}"
 
 
 class _PaimonSparkSubmitHook(SparkSubmitHook):
@@ -137,14 +162,24 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
         return PaimonHook(paimon_conn_id=self.paimon_conn_id)
 
     def _prepare(self, context: Context) -> dict[str, Any]:
-        """Fill in the application's arguments, environment, conf and py-files; returns the spec sent."""
+        """Fill in the application's arguments, environment, conf and py-files; returns the spec sent.
+
+        The spec (with the warehouse and its filesystem options, which may hold secrets) goes into a file that
+        only this job reads; the command line carries its path. Only on Kubernetes in cluster mode, where no
+        local file reaches the driver pod, the spec is an argument -- without the secret options, which the pod
+        takes from a Kubernetes secret."""
         paimon = self.paimon_hook()
         spec = self.build_spec(context)
         spec["warehouse"] = paimon.warehouse
         options = dict(paimon.options)
         probe = self._get_hook()
         master = probe._connection["master"]
-        deploy_mode = probe._connection.get("deploy_mode")
+        cluster = probe._connection.get("deploy_mode") == "cluster"
+        if cluster and not (probe._is_yarn or probe._is_kubernetes):
+            raise AirflowFailException(
+                f"Spark connection {self._conn_id!r}: Spark cannot run Python applications on a standalone cluster "
+                f"({master}) in cluster deploy mode. Use client deploy mode (remove deploy-mode from the "
+                "connection's extra, or pass deploy_mode='client'), or a YARN or Kubernetes cluster.")
         self.conf = dict(self.conf or {})
         env = dict(self.env_vars or {})
         if _is_local(master) or master.startswith("local-cluster"):
@@ -161,26 +196,90 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
         if ship:
             zipped = py_files_zip()
             self.py_files = f"{self.py_files},{zipped}" if self.py_files else zipped
-        in_cluster_standalone = deploy_mode == "cluster" and not (probe._is_yarn or probe._is_kubernetes)
-        if options:
-            if in_cluster_standalone:
-                spec["options"] = options  # env_vars are not supported there
-            else:
-                env[OPTIONS_ENV] = json.dumps(options)
         self.env_vars = env or None
-        self.application_args = ["--spec", json.dumps(spec, default=str)]
+        self._remove_spec_dir()
+        if cluster and probe._is_kubernetes:
+            sent = self._kubernetes_spec(spec, options, paimon.secret_option_names)
+            self.application_args = ["--spec", json.dumps(sent, default=str)]
+        else:
+            self._spec_dir = tempfile.mkdtemp(prefix="airflow-paimon-")   # mode 0700
+            path = os.path.join(self._spec_dir, SPEC_FILE_NAME)
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                json.dump(dict(spec, options=options) if options else spec, f, default=str)
+            if cluster:  # YARN: shipped into the application's staging folder (mode 0700, removed at its end)
+                self.files = f"{self.files},{path}" if self.files else path
+                self.application_args = ["--spec-file", SPEC_FILE_NAME]
+            else:  # the driver runs here: it reads the file and writes its result beside it
+                self._result_file = os.path.join(self._spec_dir, "result.json")
+                self.application_args = ["--spec-file", path, "--result-file", self._result_file]
         self._hook = None  # built again by execute() with the arguments above
         return spec
 
+    def _kubernetes_spec(self, spec: dict[str, Any], options: Mapping[str, str],
+                         secret_names: Sequence[str]) -> dict[str, Any]:
+        """The spec sent as an argument to a driver pod: the options that are no secret; the others must come
+        from a Kubernetes secret named in the conf."""
+        secrets = sorted(k for k in options if k in set(secret_names))
+        if secrets and KUBERNETES_OPTIONS_SECRET_CONF not in self.conf:
+            raise AirflowFailException(
+                f"The Paimon connection {self.paimon_conn_id!r} holds secrets ({', '.join(secrets)}), which are never "
+                "put on a spark-submit command line. On Kubernetes in cluster mode the driver pod takes them from a "
+                "Kubernetes secret: store the options as JSON in one (e.g. kubectl create secret generic "
+                "paimon-options --from-literal=options='{\"s3.secret-key\": \"...\"}') and pass "
+                f"conf={{'{KUBERNETES_OPTIONS_SECRET_CONF}': 'paimon-options:options'}}; or use client deploy mode.")
+        public = {k: v for k, v in options.items() if k not in secrets}
+        return dict(spec, options=public) if public else spec
+
+    def _remove_spec_dir(self) -> None:
+        spec_dir = getattr(self, "_spec_dir", None)
+        if spec_dir:
+            shutil.rmtree(spec_dir, ignore_errors=True)
+        self._spec_dir: str | None = None
+        self._result_file: str | None = None
+
     def execute(self, context: Context) -> Any:
         spec = self._prepare(context)
-        self.log.info("Submitting %s for %s", Path(self.application).name, spec.get("target"))
-        super().execute(context)
-        return self.collect_result(context, spec)
+        try:
+            self.log.info("Submitting %s for %s", Path(self.application).name, spec.get("target"))
+            try:
+                super().execute(context)
+            except AirflowException as e:
+                refused = self._refused_input()
+                if refused is not None:
+                    raise AirflowFailException(refused) from e
+                raise
+            return self.collect_result(context, spec)
+        finally:
+            self._remove_spec_dir()
+
+    def _app_result(self) -> dict[str, Any] | None:
+        """The application's result: from its result file when the driver ran here, else from the output."""
+        if self._result_file:
+            found = read_result_file(self._result_file)
+            if found is not None:
+                return found
+        return parse_result(getattr(self._hook, "_last_submit_log_lines", None) or [])
+
+    def _refused_input(self) -> str | None:
+        """The application's own error when it refused its input (running it again cannot help), else None."""
+        result = self._app_result() or {}
+        hook = self._hook
+        process = getattr(hook, "_submit_sp", None)
+        codes = {getattr(process, "returncode", None), getattr(hook, "_spark_exit_code", None)}
+        for line in getattr(hook, "_last_submit_log_lines", None) or []:
+            found = _REMOTE_EXIT_RE.search(str(line))
+            if found:
+                codes.add(int(found.group(1)))
+        if result.get("status") == "failed" and result.get("error"):
+            return (f"{result['error']} [{Path(self.application).name} refused its input; the task is not "
+                    "retried]")
+        if INPUT_ERROR_EXIT in codes:
+            return (f"{Path(self.application).name} refused its input (exit code {INPUT_ERROR_EXIT}); its ERROR "
+                    "line is in the driver's log. The task is not retried.")
+        return None
 
     def collect_result(self, context: Context, spec: dict[str, Any]) -> Any:
-        lines = getattr(self._hook, "_last_submit_log_lines", None) or []
-        return parse_result(lines)
+        return self._app_result()
 
     def committed_result(self, spec: dict[str, Any], identifier: int, printed: dict[str, Any],
                          keys: Sequence[str]) -> dict[str, Any]:
@@ -224,8 +323,9 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         dicts); Spark SQL conditions with the target aliased ``t`` and the source ``s``; default the plain
         upsert ``[matched_update(set="*"), not_matched_insert(values="*")]``, which reads no target data
         (templated).
-    :param reapply: merge again even though this run's commit already landed (new commit identifier; each try
-        of the task is then a new commit) (templated).
+    :param reapply: merge again even though this day's commit already landed, under a commit identifier of the
+        run id and try number: every run (and every try) that re-applies merges the source as it is then; a
+        repeat of the same try finds its commit and does nothing (templated).
     :param driver_bytes: a plain upsert of local Parquet files of at most this size (default 64 MiB) is written
         by the application's driver without any Spark job, which saves Spark's start-up (seconds) on small
         daily increments; 0 always runs Spark jobs.
@@ -238,7 +338,8 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
     temp directory by content hash); the cluster's Python needs pyarrow, numpy and fastavro.
 
     Returns (XCom) ``{"status", "snapshot_id", "commit_user", "commit_identifier", ...}``: ``committed`` with
-    the new snapshot, ``already_committed`` with the snapshot holding the commit, or ``no_changes``.
+    the new snapshot, ``already_committed`` with the snapshot holding the commit, or ``no_changes`` with the
+    latest snapshot (also for an increment folder without data files: a day without changes).
 
     Checked when the DAG is parsed (templated values once rendered): ``target`` (``database.table``),
     ``source_format``, ``on`` (column names, each once), ``clauses`` (shape; no clause after an unconditional
@@ -311,7 +412,7 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             spec["driver_bytes"] = int(self.driver_bytes)
         if self._reapply():
             spec["reapply"] = True
-            spec["reapply_token"] = str(getattr(ti, "try_number", 1))
+            spec["reapply_token"] = reapply_token_for(context)
         return spec
 
     def collect_result(self, context: Context, spec: dict[str, Any]) -> Any:

@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 RESULT_PREFIX = "AIRFLOW_PAIMON_RESULT "
 OPTIONS_ENV = "AIRFLOW_PAIMON_CATALOG_OPTIONS"
+# The exit code of an application whose input is wrong (sysexits' EX_DATAERR); 1 stays a crash.
+INPUT_ERROR_EXIT = 65
 SPARK_DIR = Path(__file__).resolve().parent
 PACKAGE_DIR = SPARK_DIR.parent
 
@@ -171,15 +173,72 @@ def parse_result(lines: Any) -> dict[str, Any] | None:
     return found
 
 
-def run_app(main: Any, argv: list[str] | None = None) -> int:
-    """Run `main(argv)`; a PaimonError or a clause error becomes a one-line message and exit code 1."""
+def read_result_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The result an application wrote to ``--result-file`` (None when it wrote none: it never got that far)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _write_result_file(path: str | None, result: Mapping[str, Any]) -> None:
+    if not path:
+        return
+    tmp = f"{path}.tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        json.dump(result, f, default=str, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that say the job's input is wrong: running it again cannot succeed."""
     from airflow_paimon.format.errors import PaimonError
     from airflow_paimon.merge import MergeClauseError
 
+    errors: tuple[type[BaseException], ...] = (PaimonError, MergeClauseError, ValueError)
+    try:  # Spark's own verdict on the source: a missing path or column, a query or clause that does not parse
+        from pyspark.errors import AnalysisException
+    except ImportError:  # pragma: no cover - the applications always run with pyspark
+        return errors
+    return errors + (AnalysisException,)
+
+
+def _one_line(error: BaseException) -> str:
+    """`error` as one line: Spark's analysis errors keep their first line (the plan that follows is noise)."""
+    text = str(error).strip()
+    if not isinstance(error, ValueError) and not type(error).__module__.startswith("airflow_paimon"):
+        text = text.splitlines()[0] if text else text
+    return f"{type(error).__name__}: {' '.join(text.split())}"
+
+
+def run_app(main: Any, argv: list[str] | None = None) -> int:
+    """Run `main(argv)`, which returns the job's result; print it (and write it to ``--result-file PATH``).
+
+    A bad input (see `_input_errors`; a commit conflict is not one: a retry may succeed) becomes a one-line
+    ``ERROR`` on stderr, a ``failed`` result and exit code INPUT_ERROR_EXIT, so that the operator can tell it
+    from a crash (exit 1) or a killed JVM and fail the task without retries.
+    """
+    from airflow_paimon.format.errors import CommitConflictError
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--result-file")
+    known, rest = pre.parse_known_args(sys.argv[1:] if argv is None else argv)
     try:
-        main(argv)
-    except (PaimonError, MergeClauseError, ValueError) as e:
-        print(f"ERROR {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-        print_result({"status": "failed", "error": f"{type(e).__name__}: {e}"})
-        return 1
+        result = main(rest)
+    except CommitConflictError:
+        raise
+    except _input_errors() as e:
+        message = _one_line(e)
+        print(f"ERROR {message}", file=sys.stderr, flush=True)
+        failed = {"status": "failed", "error": message}
+        print_result(failed)
+        _write_result_file(known.result_file, failed)
+        return INPUT_ERROR_EXIT
+    print_result(result)
+    _write_result_file(known.result_file, result)
     return 0

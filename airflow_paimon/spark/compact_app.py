@@ -22,7 +22,7 @@ import json  # noqa: E402
 import time  # noqa: E402
 from typing import Any, Iterator, Mapping  # noqa: E402
 
-from airflow_paimon.spark.common import json_arg, load_spec, print_result, run_app, spark_session  # noqa: E402
+from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
 FLAGS = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "partitions": {"type": json_arg},
@@ -90,10 +90,10 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     spec = load_spec(argv, FLAGS)
     spark = spark_session(f"paimon-compact-{spec.get('target')}")
-    print_result(run_compaction(spark, spec))
+    return run_compaction(spark, spec)
 
 
 if __name__ == "__main__":

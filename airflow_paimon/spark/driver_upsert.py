@@ -26,6 +26,8 @@ from airflow_paimon.format import Table
 from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.versions import kinds_to_write
 
+from .store_assignment import check_store_assignment
+
 __all__ = ["local_parquet_files", "read_increment", "upsert_in_driver"]
 
 # Names Spark's file listing skips (hidden and metadata files, files still being copied).
@@ -82,7 +84,10 @@ def _same_values(source: pa.DataType, target: pa.DataType) -> bool:
 
 def _columns_to_read(schema: pa.Schema, target: pa.Schema) -> tuple[list[str], list[str]] | None:
     """The source columns that feed target columns, and those target names (Spark resolves names ignoring
-    case); None when a name is ambiguous or a type needs a cast whose result could differ from Spark's."""
+    case); None when a name is ambiguous or a type needs a cast whose result could differ from Spark's.
+
+    A type Spark's MERGE would not store into its column at all (a string into a double) is refused here, with
+    the same error as on Spark, rather than left to Spark."""
     by_lower: dict[str, list[str]] = {}
     for name in schema.names:
         by_lower.setdefault(name.lower(), []).append(name)
@@ -92,7 +97,9 @@ def _columns_to_read(schema: pa.Schema, target: pa.Schema) -> tuple[list[str], l
         if len(found) > 1:
             return None
         if found:
-            if not _same_values(schema.field(found[0]).type, f.type):
+            given = schema.field(found[0]).type
+            check_store_assignment(f.name, given, f.type)
+            if not _same_values(given, f.type):
                 return None
             columns.append(found[0])
             names.append(f.name)

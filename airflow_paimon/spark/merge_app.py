@@ -6,9 +6,11 @@ Arguments: one JSON object (``--spec`` or ``--spec-file``) and/or flags of the s
     --on id --clauses '[{"when": "matched", "action": "update", "set": "*"}, ...]'
     --commit-user airflow:dag.task --commit-identifier 123456 [--reapply true]
 
-Filesystem options come from ``--options '{...}'`` or the environment variable AIRFLOW_PAIMON_CATALOG_OPTIONS.
-The last line printed starts with ``AIRFLOW_PAIMON_RESULT`` and holds the result as JSON. Exit code 0 on success
-(including "already committed"), 1 for bad input (nothing committed), other codes for Spark failures.
+Filesystem options come from ``--options '{...}'``, the spec file, or the environment variable
+AIRFLOW_PAIMON_CATALOG_OPTIONS. The last line printed starts with ``AIRFLOW_PAIMON_RESULT`` and holds the result as
+JSON; ``--result-file PATH`` writes it to a file too. Exit code 0 on success (including "already committed"), 65
+for bad input (nothing committed; the error is on the last ``ERROR`` line of stderr and in the result), other
+codes for crashes and Spark failures.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ if __name__ == "__main__":  # run as a script by spark-submit: do not let this f
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_paimon.spark.common import json_arg, load_spec, print_result, run_app, spark_session  # noqa: E402
+from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
 FLAGS = {
     "target": {}, "warehouse": {}, "source": {"type": json_arg}, "source_format": {},
@@ -31,12 +33,11 @@ FLAGS = {
 }
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict:
     from airflow_paimon.spark.merge_job import MergeSpec, run_merge
 
     spec = MergeSpec.from_dict(load_spec(argv, FLAGS))
-    result = run_merge(lambda: spark_session(f"paimon-merge-{spec.target}"), spec)
-    print_result(result)
+    return run_merge(lambda: spark_session(f"paimon-merge-{spec.target}"), spec)
 
 
 if __name__ == "__main__":

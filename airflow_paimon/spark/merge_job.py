@@ -57,7 +57,8 @@ from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, M
 
 from .common import reapply_identifier
 from .driver_upsert import local_parquet_files, read_increment, upsert_in_driver
-from .schema_map import cast_to, exchange_schema, spark_schema, to_exchange
+from .schema_map import cast_to, exchange_schema, spark_schema, spark_to_arrow_type, to_exchange
+from .store_assignment import check_store_assignment
 from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _balanced, _by_bucket,
                      _key_text, _runs, assign_buckets, estimated_bytes, read_changes_df, read_table_df,
                      unwrap_task_error, write_changes)
@@ -190,6 +191,8 @@ def load_source(spark: SparkSession, source: Any, source_format: str = "parquet"
         reader = spark.read.format(fmt).options(**options)
         info = {"kind": "files", "path": source["path"], "format": fmt}
         try:
+            if fmt in ("csv", "json") and empty_schema is not None and "inferSchema" not in options:
+                return _typed_text_source(reader, source["path"], empty_schema, options), info
             return reader.load(source["path"]), info
         except Exception as e:  # noqa: BLE001 - pyspark's AnalysisException
             # A folder without data files (a day without changes) is an empty increment; a missing path is not.
@@ -198,6 +201,19 @@ def load_source(spark: SparkSession, source: Any, source_format: str = "parquet"
             info["empty"] = True
             return spark.createDataFrame([], empty_schema), info
     raise ValueError(f"source {source!r} names no path, table or sql")
+
+
+def _typed_text_source(reader: Any, path: str, target: T.StructType, options: Mapping[str, str]) -> DataFrame:
+    """Text files read with the target's types for the columns the target has (other columns keep what Spark
+    reads: strings for CSV, inferred types for JSON), so a text value is parsed into its column's type -- and a
+    value that does not parse fails the job -- instead of arriving as a string the MERGE may not store."""
+    found = reader.load(path).schema
+    types = {f.name.lower(): f.dataType for f in target.fields}
+    schema = T.StructType([T.StructField(f.name, types.get(f.name.lower(), f.dataType), True) for f in found.fields])
+    reader = reader.schema(schema)
+    if "mode" not in options:
+        reader = reader.option("mode", "FAILFAST")
+    return reader.load(path)
 
 
 # ---- the merge ----------------------------------------------------------------------------------------
@@ -495,12 +511,25 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
                                empty_schema=spark_schema(table.arrow_schema()))
     on, clauses = _plan(spec, table, source, info)
     result["source"] = info
+    if info.get("empty"):
+        # A folder without data files (a day without changes): no source row can match or be inserted, so only
+        # NOT MATCHED BY SOURCE clauses can apply -- and the others may name source columns an empty folder
+        # does not have.
+        clauses = [c for c in clauses if c.when == NOT_MATCHED_BY_SOURCE]
+        if not clauses:
+            result.update(mode="merge", rows={"inserted": 0, "updated": 0, "deleted": 0}, target_splits_read=0,
+                          target_rows_read=0)
+            return _finished(result, None, base, started)
     names = table.schema().field_names
     seq_fields = list(table.core_options.sequence_fields)
     stats = _Stats(spark)
     planned = time.monotonic()
     if is_plain_upsert(clauses) and set(on) == set(table.primary_keys):
         result["mode"] = "upsert"
+        given = {f.name: f.dataType for f in source.schema.fields}
+        for f in table.arrow_schema():
+            column = given[_resolve(source.columns, f.name)]
+            check_store_assignment(f.name, _arrow_type(column), f.type, source_name=column.simpleString())
         cols = [F.col(_resolve(source.columns, n)).alias(n) for n in names]
         # A small increment of files is read and written by one task: no shuffle, one Python worker.
         size = estimated_bytes(source) if info.get("kind") == "files" else None
@@ -555,6 +584,7 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         [T.StructField(f"__t_{i}", target_types[c], True) for i, c in enumerate(tcols)] +
         [T.StructField("__has_s", T.BooleanType(), True), T.StructField("__has_t", T.BooleanType(), True),
          T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
+    _check_assignments(spark, table, clauses, src_names, tcols, joined_schema)
     joiner = _Joiner(table, src_names, tcols, on, full, joined_schema, stats)
     size = estimated_bytes(source) if info.get("kind") == "files" else None
     small = spec.num_tasks is None and size is not None and size <= spec.single_task_bytes
@@ -627,6 +657,35 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         if err is e:
             raise
         raise err from None
+
+
+def _arrow_type(t: T.DataType) -> pa.DataType | None:
+    """The Arrow type of Spark type `t` for the store-assignment rules (None: no Arrow equivalent)."""
+    if isinstance(t, T.NullType):
+        return pa.null()
+    try:
+        return spark_to_arrow_type(t)
+    except TypeError:
+        return None
+
+
+def _check_assignments(spark: SparkSession, table: Table, clauses: Sequence[MergeClause], src_names: list[str],
+                       tcols: list[str], joined_schema: T.StructType) -> None:
+    """StoreAssignmentError for the first value a clause assigns that Spark's MERGE would not store into its
+    column. The types come from analysing the clauses' values over an empty frame of the joined rows' shape,
+    before any job runs."""
+    empty = spark.createDataFrame([], joined_schema).select(
+        F.struct(*[F.col(f"__s_{i}").alias(c) for i, c in enumerate(src_names)]).alias("s"),
+        F.struct(*[F.col(f"__t_{i}").alias(c) for i, c in enumerate(tcols)]).alias("t"))
+    logical = table.arrow_schema()
+    checks = [(c, f.name, _value(c, f.name, src_names, tcols)) for c in clauses if c.action != "delete"
+              for f in logical]
+    if not checks:
+        return
+    types = empty.select(*[v.alias(f"__v{i}") for i, (_, _, v) in enumerate(checks)]).schema.fields
+    for (c, name, _), f in zip(checks, types):
+        check_store_assignment(name, _arrow_type(f.dataType), logical.field(name).type,
+                               source_name=f.dataType.simpleString(), what=f"the MERGE clause {c.describe()}")
 
 
 def _value(c: MergeClause, name: str, src_cols: Sequence[str], tcols: Sequence[str]) -> Any:

@@ -28,7 +28,7 @@ if __name__ == "__main__":  # run as a script by spark-submit: do not let this f
 import time  # noqa: E402
 from typing import Any, Iterator, Mapping  # noqa: E402
 
-from airflow_paimon.spark.common import json_arg, load_spec, print_result, run_app, spark_session  # noqa: E402
+from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
 FLAGS = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "older_than": {"type": json_arg},
@@ -155,10 +155,10 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     spec = load_spec(argv, FLAGS)
     spark = spark_session(f"paimon-remove-orphans-{spec.get('target')}")
-    print_result(run_remove_orphans(spark, spec))
+    return run_remove_orphans(spark, spec)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ must change nothing.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import subprocess
@@ -46,7 +47,8 @@ assert not bag.import_errors, bag.import_errors
 dag = bag.dags["paimon_merge_incremental"]
 out = []
 for when in args["runs"]:
-    dr = dag.test(logical_date=pendulum.parse(when))
+    when, conf = when if isinstance(when, list) else (when, None)
+    dr = dag.test(logical_date=pendulum.parse(when), run_conf=conf)
     with create_session() as session:
         session.add(dr)
         states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances(session=session)}
@@ -66,21 +68,8 @@ def _increment(day: int, ids_update, ids_insert, ids_delete) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=INCOMING)
 
 
-def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
-    wh = str(tmp_path / "wh")
-    cat = Catalog(wh)
-    cat.create_database("demo")
-    table = cat.create_table("demo.orders_history", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "2", "sequence.field": "updated_at"})
-    history = [{"id": i, "customer": f"c{i}", "amount": float(i), "updated_at": dt.datetime(2026, 11, 1)}
-               for i in range(100)]
-    table.write(pa.Table.from_pylist(history, schema=SCHEMA))
-    incoming = tmp_path / "incoming"
-    days = {14: _increment(14, range(0, 20), range(100, 110), range(90, 95)),
-            15: _increment(15, range(10, 30), range(110, 115), range(0, 3))}
-    for day, data in days.items():
-        (incoming / f"2026-11-{day}").mkdir(parents=True)
-        pq.write_table(data, incoming / f"2026-11-{day}" / "part-0.parquet")
+def _airflow_env(tmp_path: Path, wh: str, incoming: Path) -> dict[str, str]:
+    """The environment of an Airflow on SQLite in `tmp_path` (migrated) running the example DAGs on `wh`."""
     home = tmp_path / "airflow"
     home.mkdir()
     env = dict(os.environ)
@@ -101,13 +90,37 @@ def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
     migrate = subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True,
                              timeout=600)
     assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
-    # The run of day D covers [D, D+1): dag.test infers the interval ending at the logical date.
-    def run(*when: str) -> list[dict]:
-        proc = subprocess.run([sys.executable, "-c", RUNNER, json.dumps({"dags": str(REPO / "dags"), "runs": when})],
-                              env=env, capture_output=True, text=True, timeout=1500, cwd=str(tmp_path))
-        line = next((x for x in proc.stdout.splitlines() if x.startswith("DAG_TEST_RESULT ")), None)
-        assert line, proc.stdout[-5000:] + proc.stderr[-8000:]
-        return json.loads(line[len("DAG_TEST_RESULT "):])
+    return env
+
+
+def _run_dag(env: dict[str, str], tmp_path: Path, *runs: str | list) -> list[dict]:
+    """``dag.test()`` of the example merge DAG for each run (a logical date, or [logical date, run conf]).
+
+    The run of day D covers [D, D+1): dag.test infers the interval ending at the logical date."""
+    proc = subprocess.run([sys.executable, "-c", RUNNER, json.dumps({"dags": str(REPO / "dags"), "runs": runs})],
+                          env=env, capture_output=True, text=True, timeout=1500, cwd=str(tmp_path))
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("DAG_TEST_RESULT ")), None)
+    assert line, proc.stdout[-5000:] + proc.stderr[-8000:]
+    return json.loads(line[len("DAG_TEST_RESULT "):])
+
+
+def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("demo")
+    table = cat.create_table("demo.orders_history", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "sequence.field": "updated_at"})
+    history = [{"id": i, "customer": f"c{i}", "amount": float(i), "updated_at": dt.datetime(2026, 11, 1)}
+               for i in range(100)]
+    table.write(pa.Table.from_pylist(history, schema=SCHEMA))
+    incoming = tmp_path / "incoming"
+    days = {14: _increment(14, range(0, 20), range(100, 110), range(90, 95)),
+            15: _increment(15, range(10, 30), range(110, 115), range(0, 3))}
+    for day, data in days.items():
+        (incoming / f"2026-11-{day}").mkdir(parents=True)
+        pq.write_table(data, incoming / f"2026-11-{day}" / "part-0.parquet")
+    env = _airflow_env(tmp_path, wh, incoming)
+    run = functools.partial(_run_dag, env, tmp_path)
 
     saturday, sunday = run("2026-11-15T00:00:00+00:00", "2026-11-16T00:00:00+00:00")
     snapshot_after_sunday = cat.get_table("demo.orders_history").latest_snapshot().id
@@ -142,3 +155,41 @@ def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
     assert again["tasks"]["merge_increment"] == "skipped" and again["tasks"]["tag_day"] == "skipped"
     assert cat.get_table("demo.orders_history").latest_snapshot().id == snapshot_after_sunday
     assert canonical(cat.get_table("demo.orders_history").read().to_pylist(), ["id"]) == canonical(after15, ["id"])
+
+
+def test_a_day_reapplied_twice_merges_what_its_files_hold_and_a_day_without_files_is_tagged(tmp_path):
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("demo")
+    table = cat.create_table("demo.orders_history", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "sequence.field": "updated_at"})
+    history = [{"id": i, "customer": f"c{i}", "amount": float(i), "updated_at": dt.datetime(2026, 11, 1)}
+               for i in range(10)]
+    table.write(pa.Table.from_pylist(history, schema=SCHEMA))
+    incoming = tmp_path / "incoming"
+    tuesday, wednesday = incoming / "2026-11-17", incoming / "2026-11-18"
+    tuesday.mkdir(parents=True)
+    wednesday.mkdir()
+    (wednesday / "_SUCCESS").write_text("")          # a day without changes: no data file
+    pq.write_table(_increment(17, range(0, 3), range(100, 102), []), tuesday / "part-0.parquet")
+    run = functools.partial(_run_dag, _airflow_env(tmp_path, wh, incoming), tmp_path)
+    reapply = {"reapply": True}
+
+    first, empty_day = run(["2026-11-18T00:00:00+00:00", reapply], "2026-11-19T00:00:00+00:00")
+    # A row arrives late in Tuesday's folder; Tuesday is re-applied by a new run.
+    pq.write_table(_increment(17, [], [200], []), tuesday / "part-1.parquet")
+    (second,) = run(["2026-11-18T00:00:00+00:00", reapply])
+
+    for r in (first, empty_day, second):
+        assert r["state"] == "success", r
+        assert r["tasks"]["merge_increment"] == "success" and r["tasks"]["tag_day"] == "success", r
+    t = cat.get_table("demo.orders_history")
+    merged = [first["xcoms"]["merge_increment"], second["xcoms"]["merge_increment"]]
+    assert [m["status"] for m in merged] == ["committed", "committed"]
+    assert merged[0]["commit_identifier"] != merged[1]["commit_identifier"]
+    assert 200 in {r["id"] for r in t.read().to_pylist()}
+    assert t.tags.get("2026-11-17").snapshot.id == merged[1]["snapshot_id"]
+    # The empty day: no change, no commit, and its tag is made like any day's, on the table as it stood.
+    nothing = empty_day["xcoms"]["merge_increment"]
+    assert nothing["status"] == "no_changes" and nothing["snapshot_id"] == merged[0]["snapshot_id"]
+    assert t.tags.get("2026-11-18").snapshot.id == merged[0]["snapshot_id"]

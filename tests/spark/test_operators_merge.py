@@ -9,6 +9,7 @@ import os
 import sys
 import types
 import zipfile
+from pathlib import Path
 
 import pendulum
 import pytest
@@ -25,10 +26,10 @@ def paimon_conn(monkeypatch, tmp_path):
     return wh
 
 
-def context(start="2026-11-14", end="2026-11-15", task_id="merge", try_number=1):
+def context(start="2026-11-14", end="2026-11-15", task_id="merge", try_number=1, run_id="manual__x"):
     ti = types.SimpleNamespace(dag_id="dag", task_id=task_id, map_index=-1, try_number=try_number)
     return {"ti": ti, "data_interval_start": pendulum.parse(start) if start else None,
-            "data_interval_end": pendulum.parse(end) if end else None, "run_id": "manual__x"}
+            "data_interval_end": pendulum.parse(end) if end else None, "run_id": run_id}
 
 
 def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
@@ -36,8 +37,6 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
 
     from airflow_paimon.merge import matched_update, not_matched_insert
     from airflow_paimon.operators.merge import MergeIncrementalOperator
-    from airflow_paimon.spark.common import OPTIONS_ENV
-
     op = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in/{{ ds }}", on=["id"],
                                   clauses=[matched_update(set="*", condition="s.v > t.v"), not_matched_insert()])
     assert isinstance(op, SparkSubmitOperator)
@@ -50,10 +49,11 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op.conf["spark.pyspark.python"] == sys.executable
     assert op.env_vars["PYSPARK_PYTHON"] == sys.executable
     assert op.py_files is None                                    # local: the installed package is used
-    sent = json.loads(op.application_args[1])
+    assert op.application_args[0] == "--spec-file"                 # secrets travel in a file of the job's own
+    sent = json.loads(Path(op.application_args[1]).read_text())
+    assert sent.pop("options")["s3.secret-key"] == "s3cr3t"
     assert sent == spec and sent["warehouse"] == paimon_conn
-    assert "s3cr3t" not in op.application_args[1]                  # secrets travel in the environment
-    assert json.loads(op.env_vars[OPTIONS_ENV])["s3.secret-key"] == "s3cr3t"
+    assert not any("s3cr3t" in a for a in op.application_args) and "s3cr3t" not in json.dumps(op.env_vars)
     assert sent["commit_user"] == "airflow:dag.merge"
     # Stable across tries and processes, distinct per interval and task.
     assert op._prepare(context(try_number=3))["commit_identifier"] == sent["commit_identifier"]
@@ -61,7 +61,10 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op._prepare(context(task_id="other"))["commit_identifier"] != sent["commit_identifier"]
     op.reapply = "True"
     re = op._prepare(context(try_number=2))
-    assert re["reapply"] is True and re["reapply_token"] == "2"
+    assert re["reapply"] is True and re["reapply_token"] == "manual__x/2"
+    # Another run re-applying the same day is another commit; the same run and try is the same one.
+    assert op._prepare(context(try_number=2, run_id="manual__y"))["reapply_token"] != re["reapply_token"]
+    assert op._prepare(context(try_number=2))["reapply_token"] == re["reapply_token"]
     assert "driver_bytes" not in sent                              # the application's default
     spark_only = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", driver_bytes=0)
     assert spark_only._prepare(context())["driver_bytes"] == 0

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.spark.common import RESULT_PREFIX, application_path, parse_result, py_files_zip
+from airflow_paimon.spark.common import (INPUT_ERROR_EXIT, RESULT_PREFIX, application_path, parse_result,
+                                         py_files_zip)
 
 from .reference import canonical
 from .test_merge import SCHEMA, make_target, row
@@ -104,13 +105,13 @@ def test_a_killed_merge_leaves_the_table_as_it_was(warehouse, tmp_path):
     assert cat.get_table("db.t").read().num_rows == n  # the 100 old ids are all among the source ids
 
 
-def test_bad_input_exits_1_with_a_clear_message(warehouse, tmp_path):
+def test_bad_input_exits_65_with_a_clear_message(warehouse, tmp_path):
     cat = warehouse
     make_target(cat)
     pq.write_table(pa.Table.from_pylist([row(1, 1), row(1, 2)], schema=SCHEMA), tmp_path / "dup.parquet")
     proc = spark_submit("merge_app", {"target": "db.t", "warehouse": cat.warehouse,
                                       "source": str(tmp_path / "dup.parquet")})
-    assert proc.returncode == 1
+    assert proc.returncode == INPUT_ERROR_EXIT == 65               # a crash exits 1: retrying may help there
     # spark-submit passes the application's stderr on to its stdout.
     message = next(x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("ERROR "))
     assert "DuplicateKeyError" in message and "id=1" in message and "Nothing was committed" in message
