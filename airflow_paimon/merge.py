@@ -264,7 +264,7 @@ def _qualifiers(expression: str | None) -> set[str]:
     return {m.group(1).lower() for m in _REF.finditer(text) if m.group(1)}
 
 
-def _is_identity(expression: str, column: str) -> bool:
+def is_identity(expression: str, column: str) -> bool:
     """`s.col`, `t.col` or `col` (optionally back-quoted), i.e. the key itself."""
     text = expression.strip()
     m = re.fullmatch(r"(?:([A-Za-z_]\w*)\s*\.\s*)?(`(?:[^`]|``)+`|[A-Za-z_]\w*)", text)
@@ -343,7 +343,7 @@ def validate_clauses(clauses: Sequence[MergeClause], *, target_columns: Sequence
                 if real is None:
                     raise MergeClauseError(
                         f"{label} assigns {col!r}, which is not a target column {list(target_columns)}")
-                if c.action == "update" and real in primary_keys and not (real in on and _is_identity(expr, real)):
+                if c.action == "update" and real in primary_keys and not (real in on and is_identity(expr, real)):
                     raise MergeClauseError(
                         f"{label}: Can't update the primary key column {real!r}. A MERGE into a primary-key table "
                         "may not change keys (delete the row and insert the new key instead).")

@@ -222,7 +222,8 @@ def report(results: dict[str, dict]) -> None:
     kept = [[s.id, s.commit_kind, dt.datetime.fromtimestamp(s.time_millis / 1000, dt.timezone.utc)
              .strftime("%Y-%m-%d %H:%M:%S"), s.total_record_count] for s in snaps]
     print_table(f"Snapshots kept ({len(snaps)}; snapshots 1..{snaps[0].id - 1} expired)" if snaps[0].id > 1
-                else f"Snapshots kept ({len(snaps)})", ["snapshot", "kind", "committed (UTC)", "records in files"], kept)
+                else f"Snapshots kept ({len(snaps)})",
+                ["snapshot", "kind", "committed (UTC)", "records in files"], kept)
     print(f"\nLatest snapshot: {table.read(columns=['id']).num_rows} orders. "
           f"Warehouse: {WAREHOUSE}\nTry: .venv/bin/airflow-paimon tags {TABLE} --warehouse {WAREHOUSE}\n"
           "Open the Airflow UI on the same home with: make airflow")

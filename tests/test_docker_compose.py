@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from packaging.specifiers import SpecifierSet
 

@@ -7,9 +7,19 @@
 
 from .catalog import Catalog
 from .commit import CommitMessage
-from .errors import (CommitConflictError, InvalidDataError, InvalidOptionError, PaimonError, SchemaMismatchError,
-                     SnapshotExpiredError, SnapshotNotFoundError, TableAlreadyExistsError, TableNotFoundError,
-                     TagNotFoundError, UnsupportedTableError)
+from .errors import (
+                     CommitConflictError,
+                     InvalidDataError,
+                     InvalidOptionError,
+                     PaimonError,
+                     SchemaMismatchError,
+                     SnapshotExpiredError,
+                     SnapshotNotFoundError,
+                     TableAlreadyExistsError,
+                     TableNotFoundError,
+                     TagNotFoundError,
+                     UnsupportedTableError,
+)
 from .scan import Split
 from .schema_change import SchemaChange, SchemaChangeError
 from .snapshot import Snapshot

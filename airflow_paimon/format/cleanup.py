@@ -105,7 +105,7 @@ class CleanupResult:
         if self.rolled_back_to is not None:
             text += f"; latest snapshot is now {self.rolled_back_to}"
         if self.restored_snapshot is not None:
-            text += f" (restored from its tag)"
+            text += " (restored from its tag)"
         return text
 
 

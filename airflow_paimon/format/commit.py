@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .errors import CommitConflictError
-from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, SimpleStats, \
-    merge_entries
+from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
 MANIFEST_MERGE_MIN_COUNT = 30

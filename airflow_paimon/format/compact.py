@@ -25,7 +25,7 @@ from .commit import CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from .read import _fill_partition, _read_files, merge_on_read
+from .read import fill_partition, merge_on_read, read_files
 from .scan import ScanPlanner, Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 
@@ -105,13 +105,13 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
                             [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
     files = sorted(split.files, key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
     ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id)
-    parts = _read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
+    parts = read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
     ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
     # Retractions are always dropped: the output replaces every file of the bucket at the top level.
     options = table.core_options
     merged = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
                            ignore_delete=options.ignore_delete)
-    merged = _fill_partition(table, ordered_split, merged)
+    merged = fill_partition(table, ordered_split, merged)
     top = max_level(table)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)
     compression = table.core_options.file_compression
@@ -136,9 +136,9 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
     schema = table.schema()
     logical = schema.logical_arrow_schema()
     small_split = Split(split.partition, split.partition_bytes, split.bucket, small, split.snapshot_id)
-    parts = _read_files(table, small_split, logical.names, logical)
+    parts = read_files(table, small_split, logical.names, logical)
     data = pa.concat_tables([p.cast(pa.schema([f.with_nullable(True) for f in logical])) for p in parts])
-    data = _fill_partition(table, small_split, data)
+    data = fill_partition(table, small_split, data)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)
     compression = table.core_options.file_compression
     seq = small[0].min_sequence_number

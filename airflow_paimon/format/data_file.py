@@ -18,8 +18,15 @@ import pyarrow.parquet as pq
 from .binary_row import EMPTY_ROW, serialize_row
 from .fileio import FileIO
 from .manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
-from .schema import (KEY_FIELD_ID_START, KEY_FIELD_PREFIX, SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID, VALUE_KIND,
-                     VALUE_KIND_ID, TableSchema)
+from .schema import (
+    KEY_FIELD_ID_START,
+    KEY_FIELD_PREFIX,
+    SEQUENCE_NUMBER,
+    SEQUENCE_NUMBER_ID,
+    VALUE_KIND,
+    VALUE_KIND_ID,
+    TableSchema,
+)
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 STATS_TRUNCATE = 16

@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 from . import periods
 from .errors import InvalidOptionError
 
+
 def parse_duration(text: str, option: str = "duration") -> timedelta:
     """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
     try:

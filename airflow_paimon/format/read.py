@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
+def read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
     """Each file's `columns` in `schema`'s types, found in the file by field id (see evolution.py)."""
     current = table.schema()
     out = []
@@ -39,7 +39,7 @@ def _read_files(table: "Table", split: Split, columns: list[str], schema: pa.Sch
     return out
 
 
-def _fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
+def fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
     """Partition columns missing from (or null in) old files take the split's partition values."""
     for name, value in zip(table.schema().partition_keys, split.partition):
         if name in data.column_names and data.column(name).null_count == data.num_rows and value is not None:
@@ -110,15 +110,15 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
             len(split.files) == 1
             or (ordered and len(keys) == 1 and pa.types.is_integer(logical.field(keys[0]).type)))
         system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
-        parts = _read_files(table, split, needed + system, file_schema)
+        parts = read_files(table, split, needed + system, file_schema)
         # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
         options = table.core_options
         data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
                              ignore_delete=options.ignore_delete)
     else:
-        parts = _read_files(table, split, needed, logical)
+        parts = read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    data = _fill_partition(table, split, data)
+    data = fill_partition(table, split, data)
     if filter is not None:
         data = data.filter(filter)
     return data.select(wanted)

@@ -14,7 +14,7 @@ from airflow_paimon import arguments as args
 from airflow_paimon.format.errors import PaimonError
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import checkable
-from airflow_paimon.operators.tags import PaimonTableOperator, _fail, cleanup_summary
+from airflow_paimon.operators.tags import PaimonTableOperator, cleanup_summary, task_failure
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -117,7 +117,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
                 )
             )
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
 
         parts = [p for p in (tags, snapshots) if p is not None]
         result: dict[str, Any] = {

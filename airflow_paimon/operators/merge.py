@@ -48,8 +48,16 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_paimon import arguments as args
 from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import CheckedArguments, checkable
-from airflow_paimon.spark.common import (INPUT_ERROR_EXIT, OPTIONS_ENV, application_path, parse_result,
-                                         py_files_zip, read_result_file, reapply_identifier, stable_int64)
+from airflow_paimon.spark.common import (
+    INPUT_ERROR_EXIT,
+    OPTIONS_ENV,
+    application_path,
+    parse_result,
+    py_files_zip,
+    read_result_file,
+    reapply_identifier,
+    stable_int64,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -31,6 +31,7 @@ from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_paimon import arguments as args
+from airflow_paimon import clock
 from airflow_paimon.assets import table_asset, table_asset_uri
 from airflow_paimon.format.errors import PaimonError, TagNotFoundError
 from airflow_paimon.format.period_tags import SKIPPED, WAIT, plan_period_tag
@@ -61,10 +62,6 @@ DEFAULT_ASSET_ALIAS = "paimon_tags"
 
 IF_EXISTS_MODES = ("verify", "replace", "fail")
 
-
-def _utcnow() -> pendulum.DateTime:
-    """The current time (a separate function so tests can freeze it)."""
-    return pendulum.now("UTC")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -121,7 +118,7 @@ def cleanup_summary(result: Any) -> dict[str, Any]:
     return summary
 
 
-def _iso(value: dt.datetime | None) -> str | None:
+def utc_iso(value: dt.datetime | None) -> str | None:
     if value is None:
         return None
     return pendulum.instance(value).in_timezone("UTC").isoformat()
@@ -162,7 +159,7 @@ def run_period(spec: PeriodSpec, context: Context) -> Period:
         ) from exc
 
 
-def _fail(exc: Exception) -> AirflowFailException:
+def task_failure(exc: Exception) -> AirflowFailException:
     """A library error that no retry can fix: fail the task at once with the library's message."""
     return AirflowFailException(f"{type(exc).__name__}: {exc}")
 
@@ -204,7 +201,7 @@ class PaimonTableOperator(CheckedArguments, BaseOperator):
         try:
             return self.hook.get_table(self.table)
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
 
 
 class CreateTagOperator(PaimonTableOperator):
@@ -333,9 +330,9 @@ class CreateTagOperator(PaimonTableOperator):
                 name = spec.tag_name(period)
                 due = spec.creation_instant(period)
                 if snapshot_id is None and as_of is None:
-                    plan = plan_period_tag(table, spec, period, _utcnow())
+                    plan = plan_period_tag(table, spec, period, clock.utcnow())
             except (PaimonError, ValueError) as exc:
-                raise _fail(exc) from exc
+                raise task_failure(exc) from exc
             if plan is None:
                 self.log.info("Run period %s of %s: tag %r (%s)", period, table.identifier, name, spec.describe())
             else:
@@ -358,7 +355,7 @@ class CreateTagOperator(PaimonTableOperator):
         except TagNotFoundError:
             existing = None
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
         if existing is not None and self.if_exists == "fail":
             raise AirflowFailException(
                 f"tag {name!r} of {table.identifier} already exists (on snapshot {existing.snapshot.id}) "
@@ -373,7 +370,7 @@ class CreateTagOperator(PaimonTableOperator):
                 replace=self.if_exists == "replace",
             )
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
 
         if existing is None:
             status = "created"
@@ -391,7 +388,7 @@ class CreateTagOperator(PaimonTableOperator):
             try:
                 cleanup = table.expire_tags()
             except PaimonError as exc:
-                raise _fail(exc) from exc
+                raise task_failure(exc) from exc
             expired = list(cleanup.tags)
             if expired:
                 self.log.info("%s", cleanup.summary())
@@ -408,9 +405,9 @@ class CreateTagOperator(PaimonTableOperator):
             "snapshot_id": tag.snapshot.id,
             "snapshot_time": _snapshot_time(tag.snapshot),
             "status": status,
-            "period_start": _iso(period.start) if period is not None else None,
-            "period_end": _iso(period.end) if period is not None else None,
-            "due": _iso(due),
+            "period_start": utc_iso(period.start) if period is not None else None,
+            "period_end": utc_iso(period.end) if period is not None else None,
+            "due": utc_iso(due),
             "expired_tags": expired,
         }
         self._emit_asset_event(context, table, result)
@@ -489,9 +486,9 @@ class DeleteTagOperator(PaimonTableOperator):
             if self.ignore_missing:
                 self.log.info("Tag %r of %s does not exist; nothing to delete", self.tag_name, table.identifier)
                 return cleanup_summary(None) | {"operation": "delete-tag", "dry_run": self.dry_run}
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
         summary = cleanup_summary(result)
         self.log.info("%s", summary["summary"])
         return summary
@@ -566,7 +563,7 @@ class RollbackOperator(PaimonTableOperator):
         try:
             result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=bool(dry_run))
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
         summary = cleanup_summary(result)
         self.log.info("%s", summary["summary"])
         return summary

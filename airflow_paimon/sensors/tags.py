@@ -21,11 +21,11 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_paimon import arguments as args
+from airflow_paimon import clock
 from airflow_paimon.format.errors import PaimonError, TableNotFoundError
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.operators import tags as _tag_ops
 from airflow_paimon.operators.checked import CheckedArguments, checkable
-from airflow_paimon.operators.tags import _fail, _iso
+from airflow_paimon.operators.tags import task_failure, utc_iso
 from airflow_paimon.triggers.tags import RUN_TIME_KEYS, TagExistsTrigger, TagTimeTrigger, period_plan, tag_info
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def run_times(context: Context) -> dict[str, str | None]:
     dag_run = context.get("dag_run")
     values = {key: context.get(key) for key in RUN_TIME_KEYS if key != "run_after"}
     values["run_after"] = getattr(dag_run, "run_after", None)
-    return {key: _iso(values.get(key)) for key in RUN_TIME_KEYS}
+    return {key: utc_iso(values.get(key)) for key in RUN_TIME_KEYS}
 
 
 class _PaimonSensor(CheckedArguments, BaseSensorOperator):
@@ -127,7 +127,7 @@ class TagTimeSensor(_PaimonSensor):
             try:
                 plan = period_plan(self.paimon_conn_id, self.table, run_times(context))
             except (PaimonError, ValueError) as exc:
-                raise _fail(exc) from exc
+                raise task_failure(exc) from exc
             if plan is None:
                 self.log.info("The table %s does not exist yet", self.table)
                 return None
@@ -149,7 +149,7 @@ class TagTimeSensor(_PaimonSensor):
         return False
 
     def _due_passed(self, plan: dict[str, Any]) -> bool:
-        return _tag_ops._utcnow() >= dt.datetime.fromisoformat(plan["due"])
+        return clock.utcnow() >= dt.datetime.fromisoformat(plan["due"])
 
     def poke(self, context: Context) -> PokeReturnValue:
         plan = self._period_plan(context)
@@ -202,7 +202,7 @@ class TagTimeSensor(_PaimonSensor):
             plan = self._period_plan(context)
             if plan is None:
                 raise AirflowException(f"the table {self.table} no longer exists")
-        self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), _iso(_tag_ops._utcnow()))
+        self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), utc_iso(clock.utcnow()))
         return dict(plan)
 
 
@@ -243,7 +243,7 @@ class TagSensor(_PaimonSensor):
         except TableNotFoundError:
             found = None
         except PaimonError as exc:
-            raise _fail(exc) from exc
+            raise task_failure(exc) from exc
         if found is None:
             self.log.info("Tag %r of %s does not exist yet", self.tag_name, self.table)
         return found

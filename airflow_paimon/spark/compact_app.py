@@ -37,7 +37,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
     from airflow_paimon.format import Catalog, CommitMessage
     from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
-    from airflow_paimon.spark.tables import _balanced
+    from airflow_paimon.spark.tables import balanced_groups
 
     started = time.monotonic()
     unknown = set(spec) - set(FLAGS)
@@ -68,7 +68,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         return result
     target_size = spec.get("target_file_size")
     k = int(spec.get("num_tasks") or max(1, spark.sparkContext.defaultParallelism * 2))
-    groups = _balanced([s.row_count for s in splits], k)
+    groups = balanced_groups([s.row_count for s in splits], k)
     out_schema = T.StructType([T.StructField("message", T.StringType(), True)])
 
     def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

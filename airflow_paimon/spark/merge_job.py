@@ -51,17 +51,42 @@ from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
-from airflow_paimon.merge import (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause,
-                                  _is_identity, is_plain_upsert, matched_delete, matched_update, normalize_on,
-                                  not_matched_insert, parse_clauses, referenced_columns, validate_clauses)
+from airflow_paimon.merge import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    MergeClause,
+    is_identity,
+    is_plain_upsert,
+    matched_delete,
+    matched_update,
+    normalize_on,
+    not_matched_insert,
+    parse_clauses,
+    referenced_columns,
+    validate_clauses,
+)
 
 from .common import reapply_identifier
 from .driver_upsert import local_parquet_files, read_increment, upsert_in_driver
 from .schema_map import cast_to, exchange_schema, spark_schema, spark_to_arrow_type, to_exchange
 from .store_assignment import check_store_assignment
-from .tables import (BUCKET_COLUMN, CHANGE_COLUMN, DUPLICATE_MARKER, DuplicateKeyError, _balanced, _by_bucket,
-                     _key_text, _runs, assign_buckets, estimated_bytes, read_changes_df, read_table_df,
-                     unwrap_task_error, write_changes)
+from .tables import (
+    BUCKET_COLUMN,
+    CHANGE_COLUMN,
+    DUPLICATE_MARKER,
+    DuplicateKeyError,
+    assign_buckets,
+    balanced_groups,
+    by_bucket,
+    equal_runs,
+    estimated_bytes,
+    key_text,
+    read_changes_df,
+    read_table_df,
+    unwrap_task_error,
+    write_changes,
+)
 
 __all__ = ["MergeSpec", "run_merge", "load_source", "SOURCE_FORMATS"]
 
@@ -321,12 +346,12 @@ def check_unique_keys(keys: pa.Table, pk: Sequence[str], where: str) -> None:
     if keys.num_rows < 2:
         return
     ks = keys.take(pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in pk]))
-    runs = _runs([ks.column(k) for k in pk], ks.num_rows)
+    runs = equal_runs([ks.column(k) for k in pk], ks.num_rows)
     if len(runs) != ks.num_rows:
         first = next(s for s, e in runs if e - s > 1)
         raise DuplicateKeyError(
             f"{DUPLICATE_MARKER}: the MERGE source has several rows for one target primary key "
-            f"({_key_text(ks, pk, first)}; {ks.num_rows - len(runs)} extra row(s) in {where}). "
+            f"({key_text(ks, pk, first)}; {ks.num_rows - len(runs)} extra row(s) in {where}). "
             "Can't execute this MERGE: a target row would match more than one source row. "
             "Nothing was committed.")
 
@@ -348,7 +373,7 @@ def _join_task(table: Table, splits: dict[tuple, Any], joiner: _Joiner, has_mark
                                 null_placement="at_start")
         data = data.take(order)
         groups = []
-        for start, end in _runs([data.column(p) for p in pkeys] + [data.column(BUCKET_COLUMN)], data.num_rows):
+        for start, end in equal_runs([data.column(p) for p in pkeys] + [data.column(BUCKET_COLUMN)], data.num_rows):
             group = data.slice(start, end - start)
             partition = tuple(group.column(p)[0].as_py() for p in pkeys)
             bucket = int(group.column(BUCKET_COLUMN)[0].as_py())
@@ -383,7 +408,7 @@ def _joined_from_small_source(spark: SparkSession, table: Table, src: DataFrame,
     parts = parts.take(order)
     check_unique_keys(cast_to(data, joiner.on_schema), table.primary_keys, "the source")
     groups: dict[tuple, tuple[int, int]] = {}
-    for start, end in _runs(order_keys.columns, order_keys.num_rows):
+    for start, end in equal_runs(order_keys.columns, order_keys.num_rows):
         partition = tuple(parts.column(p)[start].as_py() for p in pkeys)
         groups[(partition, int(order_keys.column("__b")[start].as_py()))] = (start, end)
     keys = list(groups) + ([k for k in splits if k not in groups] if full else [])
@@ -391,7 +416,7 @@ def _joined_from_small_source(spark: SparkSession, table: Table, src: DataFrame,
         return spark.createDataFrame([], out_schema)
     sizes = [(splits[k].row_count if k in splits else 0) + (groups[k][1] - groups[k][0] if k in groups else 0)
              for k in keys]
-    assignment = _balanced(sizes, num_tasks)
+    assignment = balanced_groups(sizes, num_tasks)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as w:
         w.write_table(data)
@@ -628,7 +653,7 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
             value = _value(c, name, src_cols, tcols)
             if c.action == "insert" and name in table.primary_keys and isinstance(c.assignments, Mapping):
                 given = {_resolve(names, k): v for k, v in c.assignments.items()}
-                if not (_is_identity(given[name], name) and name in on):
+                if not (is_identity(given[name], name) and name in on):
                     rebucket = True
             hit = F.col("__action") == idx
             expr = F.when(hit, value) if expr is None else expr.when(hit, value)
@@ -644,7 +669,7 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         # A second, increment-sized shuffle by the same (partition, bucket): the tasks that write files start only
         # once every bucket was joined (so a duplicate source key fails the job before any file is written), and
         # they reuse the joining tasks' Python workers instead of starting a second worker per task.
-        out = _by_bucket(out, [F.col(p) for p in table.partition_keys] + [F.col(BUCKET_COLUMN)], spec.num_tasks)
+        out = by_bucket(out, [F.col(p) for p in table.partition_keys] + [F.col(BUCKET_COLUMN)], spec.num_tasks)
     try:
         return write_changes(spark, table, out, kind_column="__kind", commit_user=user, commit_identifier=ident,
                              base_snapshot=base, duplicates="error",

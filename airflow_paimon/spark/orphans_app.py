@@ -60,8 +60,7 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     import pyarrow as pa
     from pyspark.sql import types as T
 
-    from airflow_paimon.format import Catalog
-    from airflow_paimon.format import cleanup
+    from airflow_paimon.format import Catalog, cleanup
     from airflow_paimon.format.options import parse_duration
     from airflow_paimon.spark.merge_job import _as_bool
 

@@ -131,7 +131,7 @@ def _and(a: ds.Expression | None, b: ds.Expression | None) -> ds.Expression | No
     return a & b
 
 
-def _balanced(sizes: Sequence[int], k: int) -> list[list[int]]:
+def balanced_groups(sizes: Sequence[int], k: int) -> list[list[int]]:
     """Indices of `sizes` in k groups of about equal total (largest first, each to the lightest group)."""
     k = max(1, min(k, len(sizes)))
     heap = [(0, g) for g in range(k)]
@@ -166,7 +166,7 @@ def splits_to_df(spark: SparkSession, table: Table, splits: Sequence[Split], col
     xschema = exchange_schema(sschema)
     names = out_arrow.names
     splits = list(splits)
-    groups = _balanced([s.row_count for s in splits], num_tasks or _default_tasks(spark))
+    groups = balanced_groups([s.row_count for s in splits], num_tasks or _default_tasks(spark))
 
     def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -270,7 +270,7 @@ def read_changes_df(spark: SparkSession, table: Table, before: Snapshot | None, 
     if not pairs:
         return spark.createDataFrame([], sschema)
     xschema = exchange_schema(sschema)
-    groups = _balanced([(a.row_count if a else 0) + (b.row_count if b else 0) for a, b in pairs],
+    groups = balanced_groups([(a.row_count if a else 0) + (b.row_count if b else 0) for a, b in pairs],
                        num_tasks or _default_tasks(spark))
     logical = table.arrow_schema()
     empty = pa.schema([logical.field(n) for n in read_cols]).empty_table()
@@ -352,7 +352,7 @@ def _kind_expr(df: DataFrame, kind_column: str | None) -> Any:
     return c.cast("byte")
 
 
-def _runs(columns: Sequence[pa.ChunkedArray | pa.Array], n: int) -> list[tuple[int, int]]:
+def equal_runs(columns: Sequence[pa.ChunkedArray | pa.Array], n: int) -> list[tuple[int, int]]:
     """(start, end) of runs of equal (null-safe) values over `columns` of sorted data."""
     if n == 0:
         return []
@@ -366,7 +366,7 @@ def _runs(columns: Sequence[pa.ChunkedArray | pa.Array], n: int) -> list[tuple[i
     return list(zip(starts.tolist(), ends.tolist()))
 
 
-def _key_text(rows: pa.Table, keys: Sequence[str], i: int) -> str:
+def key_text(rows: pa.Table, keys: Sequence[str], i: int) -> str:
     return ", ".join(f"{k}={rows.column(k)[i].as_py()!r}" for k in keys)
 
 
@@ -426,19 +426,19 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
         data = data.take(pa.array(order))
         # Every bucket of this task is checked before any file is written.
         groups = []
-        for start, end in _runs([data.column(p) for p in pkeys] + [data.column(bucket_column)], data.num_rows):
+        for start, end in equal_runs([data.column(p) for p in pkeys] + [data.column(bucket_column)], data.num_rows):
             part = data.slice(start, end - start)
             partition = tuple(part.column(p)[0].as_py() for p in pkeys)
             bucket = int(part.column(bucket_column)[0].as_py())
             if keys:
-                runs = _runs([part.column(k) for k in keys], part.num_rows)
+                runs = equal_runs([part.column(k) for k in keys], part.num_rows)
                 if len(runs) != part.num_rows:
                     if duplicates == "error":
                         first = next(s for s, e in runs if e - s > 1)
                         count = part.num_rows - len(runs)
                         raise DuplicateKeyError(
                             f"{DUPLICATE_MARKER}: {what} has {count} more row(s) than distinct primary keys in "
-                            f"bucket {bucket} (first duplicate: {_key_text(part, list(pkeys) + keys, first)}); "
+                            f"bucket {bucket} (first duplicate: {key_text(part, list(pkeys) + keys, first)}); "
                             "each key may appear once. Nothing was committed.")
                     last = np.array([e - 1 for s, e in runs], dtype=np.int64)
                     part = part.take(pa.array(last))
@@ -460,7 +460,7 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
 _LATEST = object()
 
 
-def _by_bucket(df: DataFrame, keys: list, num_tasks: int | None) -> DataFrame:
+def by_bucket(df: DataFrame, keys: list, num_tasks: int | None) -> DataFrame:
     """`df` hash-partitioned by `keys`, so that all rows of a (partition, bucket) meet in one task.
 
     Without `num_tasks`, Spark's adaptive execution may coalesce small partitions (whole partitions only, so a
@@ -528,7 +528,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     else:
         prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
-        prepared = _by_bucket(prepared, keys, num_tasks)
+        prepared = by_bucket(prepared, keys, num_tasks)
     task = _write_task(table, next_seq, BUCKET_COLUMN, duplicates, what, assign, kinds_given)
     started = time.monotonic()
     try:

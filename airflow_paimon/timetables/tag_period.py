@@ -15,9 +15,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
-import pendulum
 from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
 
+from airflow_paimon import clock
 from airflow_paimon.arguments import timezone as check_timezone
 from airflow_paimon.format.periods import Period, PeriodSpec, parse_duration, parse_timezone
 
@@ -31,10 +31,6 @@ __all__ = ["TagPeriodTimetable"]
 
 _ONE_DAY = _dt.timedelta(days=1)
 
-
-def _utcnow() -> DateTime:
-    """The current time (a separate function so tests can freeze it)."""
-    return pendulum.now("UTC")
 
 
 def _interval_days(interval: str | int | _dt.timedelta) -> int:
@@ -198,7 +194,7 @@ class TagPeriodTimetable(Timetable):
             candidates.append(self._first_period_starting_at_or_after(restriction.earliest))
         if not restriction.catchup or not candidates:
             # Without catchup (or with nothing to start from) begin with the newest period already due.
-            candidates.append(spec.last_period_created_at_or_before(_utcnow()))
+            candidates.append(spec.last_period_created_at_or_before(clock.utcnow()))
         period = max(candidates, key=lambda p: p.start)
         if restriction.latest is not None and period.start > restriction.latest:
             return None

@@ -17,6 +17,8 @@ from typing import Any
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_paimon import clock
+
 __all__ = ["RUN_TIME_KEYS", "TagExistsTrigger", "TagTimeTrigger", "period_plan"]
 
 RUN_TIME_KEYS = ("data_interval_start", "data_interval_end", "logical_date", "run_after")
@@ -24,11 +26,6 @@ RUN_TIME_KEYS = ("data_interval_start", "data_interval_end", "logical_date", "ru
 
 _MAX_SLEEP = 60.0
 """Sleep at most this long before reading the clock again (robust to clock changes and suspends)."""
-
-
-def _utcnow() -> pendulum.DateTime:
-    """The current time (a separate function so tests can move it)."""
-    return pendulum.now("UTC")
 
 
 def _as_utc(value: dt.datetime | str, what: str) -> pendulum.DateTime:
@@ -98,7 +95,7 @@ def tag_info(paimon_conn_id: str, table: str, tag_name: str) -> dict[str, Any] |
 
 async def _sleep_until(moment: pendulum.DateTime) -> None:
     while True:
-        remaining = (moment - _utcnow()).total_seconds()
+        remaining = (moment - clock.utcnow()).total_seconds()
         if remaining <= 0:
             return
         await asyncio.sleep(min(remaining, _MAX_SLEEP))

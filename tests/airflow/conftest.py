@@ -73,10 +73,10 @@ def now(monkeypatch):
     """Freeze the tag operators' and sensors' clock: ``now(t)`` sets it (default: long after every period used)."""
     import pendulum
 
-    from airflow_paimon.operators import tags as tag_ops
+    from airflow_paimon import clock
 
     def set_now(value: pendulum.DateTime) -> None:
-        monkeypatch.setattr(tag_ops, "_utcnow", lambda: value)
+        monkeypatch.setattr(clock, "utcnow", lambda: value)
 
     set_now(pendulum.datetime(2026, 11, 20, tz="UTC"))
     return set_now

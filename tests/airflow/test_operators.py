@@ -466,4 +466,5 @@ def test_package_exports():
     from airflow_paimon.operators import CompactOperator, MergeIncrementalOperator, RemoveOrphanFilesOperator
 
     assert MergeIncrementalOperator.__module__ == "airflow_paimon.operators.merge"
-    assert {CompactOperator.__module__, RemoveOrphanFilesOperator.__module__} == {"airflow_paimon.operators.maintenance"}
+    modules = {CompactOperator.__module__, RemoveOrphanFilesOperator.__module__}
+    assert modules == {"airflow_paimon.operators.maintenance"}

@@ -8,8 +8,9 @@ import pendulum
 import pytest
 from airflow.timetables.base import DagRunInfo, DataInterval, TimeRestriction
 
+from airflow_paimon import clock
 from airflow_paimon.format.periods import PeriodSpec
-from airflow_paimon.timetables import TagPeriodTimetable, tag_period
+from airflow_paimon.timetables import TagPeriodTimetable
 
 pytestmark = pytest.mark.airflow
 
@@ -29,7 +30,7 @@ def now(monkeypatch):
     """Freeze the timetable's clock: ``now(t)`` sets it."""
 
     def set_now(value: pendulum.DateTime) -> None:
-        monkeypatch.setattr(tag_period, "_utcnow", lambda: value)
+        monkeypatch.setattr(clock, "utcnow", lambda: value)
 
     set_now(utc(2030, 1, 1))
     return set_now

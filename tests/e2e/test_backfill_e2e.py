@@ -268,8 +268,8 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(tmp_path):
         sleep_until(boundary.add(seconds=1))
         due = pendulum.now("UTC").add(seconds=DEFER_MARGIN).replace(microsecond=0)
         create_after = due - boundary
-        create_time = f"{int(create_after.total_seconds()) // 3600:02d}:" \
-                      f"{int(create_after.total_seconds()) % 3600 // 60:02d}:{int(create_after.total_seconds()) % 60:02d}"
+        seconds = int(create_after.total_seconds())
+        create_time = f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
         table = create_table(warehouse, TABLE, {"tag.create-time": create_time, "sink.process-time-zone": offset})
         # The late table: the period of the late run ends at its logical date; its tag is due LATE_MARGIN s from now.
         late_due = pendulum.now("UTC").add(seconds=LATE_MARGIN).replace(microsecond=0)

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.format import (InvalidDataError, InvalidOptionError, PaimonError, SchemaMismatchError,
-                                   SnapshotNotFoundError, TagNotFoundError, UnsupportedTableError)
+from airflow_paimon.format import (
+    InvalidDataError,
+    InvalidOptionError,
+    PaimonError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    TagNotFoundError,
+    UnsupportedTableError,
+)
 
 from .conftest import ORDERS, orders, tree_digest
 
@@ -45,7 +52,8 @@ def test_unknown_snapshot_and_tag(table):
         table.read(snapshot_id=99)
     with pytest.raises(TagNotFoundError, match="nope"):
         table.read(tag="nope")
-    with pytest.raises(SnapshotNotFoundError, match="no snapshot committed at or before 2001-01-01 00:00:00.000Z: its first commit"):
+    with pytest.raises(SnapshotNotFoundError,
+                       match="no snapshot committed at or before 2001-01-01 00:00:00.000Z: its first commit"):
         table.read(as_of="2001-01-01")
     with pytest.raises(SchemaMismatchError, match="nothing"):
         table.read(columns=["nothing"])

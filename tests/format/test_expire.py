@@ -12,8 +12,20 @@ import pytest
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
 from airflow_paimon.format.cleanup import FileIndex
 
-from .upkeep_helpers import (FUTURE, FailAfter, all_files, check_all_readable, compact, live_data_paths,
-                             make_table, metadata_paths, rows, snapshot_reads, tree_hashes, upsert)
+from .upkeep_helpers import (
+    FUTURE,
+    FailAfter,
+    all_files,
+    check_all_readable,
+    compact,
+    live_data_paths,
+    make_table,
+    metadata_paths,
+    rows,
+    snapshot_reads,
+    tree_hashes,
+    upsert,
+)
 
 
 def _commits(table, n: int, start: int = 0) -> None:
@@ -325,7 +337,9 @@ def _give_changelog(t, sid: int) -> str:
     """Attach a changelog (file + manifest + manifest list) to snapshot `sid`, as changelog-producer=input
     would have written it; returns the changelog file's path."""
     import dataclasses
+
     import pyarrow as pa
+
     from airflow_paimon.format.manifest import ADD, ManifestEntry
     from airflow_paimon.format.snapshot import Snapshot
     msg = t.new_write().write_bucket((), 0, pa.table({"id": pa.array([sid], pa.int64()), "p": ["a"],
@@ -364,8 +378,9 @@ def test_changelog_files_of_expired_snapshots_go_and_retained_ones_stay(tmp_path
 
 
 def test_progress_is_reported(churn):
-    from airflow_paimon.format.cleanup import tty_progress
     import io
+
+    from airflow_paimon.format.cleanup import tty_progress
 
     class Tty(io.StringIO):
         def isatty(self):

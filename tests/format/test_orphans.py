@@ -10,8 +10,19 @@ import pytest
 
 from airflow_paimon.format import InvalidOptionError, UnsupportedTableError
 
-from .upkeep_helpers import (FUTURE, all_files, check_all_readable, compact, judged_files, make_table,
-                             referenced_names, set_mtime, snapshot_reads, tree_hashes, upsert)
+from .upkeep_helpers import (
+    FUTURE,
+    all_files,
+    check_all_readable,
+    compact,
+    judged_files,
+    make_table,
+    referenced_names,
+    set_mtime,
+    snapshot_reads,
+    tree_hashes,
+    upsert,
+)
 
 OLD = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)
 

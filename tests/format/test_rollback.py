@@ -11,8 +11,20 @@ import pytest
 
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 
-from .upkeep_helpers import (FUTURE, FailAfter, all_files, check_all_readable, compact, live_data_paths,
-                             make_table, referenced_names, rows, snapshot_reads, tree_hashes, upsert)
+from .upkeep_helpers import (
+    FUTURE,
+    FailAfter,
+    all_files,
+    check_all_readable,
+    compact,
+    live_data_paths,
+    make_table,
+    referenced_names,
+    rows,
+    snapshot_reads,
+    tree_hashes,
+    upsert,
+)
 
 
 @pytest.fixture

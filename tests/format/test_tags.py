@@ -12,8 +12,19 @@ import pytest
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
 from airflow_paimon.format.tags import TagAlreadyExistsError, check_tag_name, java_duration_string
 
-from .upkeep_helpers import (FUTURE, all_files, check_all_readable, compact, delete, live_data_paths,
-                             make_table, rows, snapshot_reads, tree_hashes, upsert)
+from .upkeep_helpers import (
+    FUTURE,
+    all_files,
+    check_all_readable,
+    compact,
+    delete,
+    live_data_paths,
+    make_table,
+    rows,
+    snapshot_reads,
+    tree_hashes,
+    upsert,
+)
 
 
 @pytest.fixture

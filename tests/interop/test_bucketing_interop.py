@@ -11,7 +11,6 @@ whose unscaled value is -2**(8k-1) one byte longer than Java's BigInteger does.
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
 import random
 from pathlib import Path
@@ -206,7 +205,8 @@ def _write_ipc(table: pa.Table, path: Path) -> str:
 def test_buckets_and_row_bytes_match_pypaimon(case, tmp_path):
     rng = np.random.default_rng(CASES.index(case) + 1000)
     table = _case(case, rng, NUM_ROWS)
-    answer = run_pypaimon(_PYPAIMON_KEYS, {"path": _write_ipc(table, tmp_path / "keys.arrow"), "buckets": BUCKET_COUNTS})
+    keys_file = _write_ipc(table, tmp_path / "keys.arrow")
+    answer = run_pypaimon(_PYPAIMON_KEYS, {"path": keys_file, "buckets": BUCKET_COUNTS})
 
     assert len(answer["rows"]) == NUM_ROWS
     types = [f.type for f in table.schema]
@@ -301,7 +301,8 @@ def _table_data(rng: np.random.Generator, n: int) -> pa.Table:
             "flag": pa.array(rng.random(n) < 0.5),
             "score": _with_nulls(rng, pa.array(rng.normal(0, 100, n)), 0.1),
             "small": _ints(rng, np.int16, n),
-            "payload": pa.array([rng.integers(0, 256, int(k), dtype=np.uint8).tobytes() for k in rng.choice([3, 30], n)]),
+            "payload": pa.array([rng.integers(0, 256, int(k), dtype=np.uint8).tobytes()
+                                 for k in rng.choice([3, 30], n)]),
         }
     )
 

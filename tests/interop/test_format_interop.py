@@ -62,7 +62,6 @@ ALL_TYPES = pa.schema([
 
 
 def make_rows(ids: list[int], version: int) -> pa.Table:
-    n = len(ids)
     base = dt.datetime(2026, 11, 20, 1, 2, 3, 456789)
     return pa.table({
         "id": ids,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.cli import main

@@ -15,8 +15,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.merge import (MergeClauseError, matched_delete, matched_update, not_matched_by_source_delete,
-                                  not_matched_by_source_update, not_matched_insert)
+from airflow_paimon.merge import (
+    MergeClauseError,
+    matched_delete,
+    matched_update,
+    not_matched_by_source_delete,
+    not_matched_by_source_update,
+    not_matched_insert,
+)
 from airflow_paimon.spark.merge_job import run_merge
 from airflow_paimon.spark.tables import DuplicateKeyError, read_table_df
 

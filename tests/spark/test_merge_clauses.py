@@ -6,10 +6,21 @@ import json
 
 import pytest
 
-from airflow_paimon.merge import (MergeClause, MergeClauseError, default_clauses, is_plain_upsert, matched_delete,
-                                  matched_update, normalize_on, not_matched_by_source_delete,
-                                  not_matched_by_source_update, not_matched_insert, parse_clauses,
-                                  referenced_columns, validate_clauses)
+from airflow_paimon.merge import (
+    MergeClause,
+    MergeClauseError,
+    default_clauses,
+    is_plain_upsert,
+    matched_delete,
+    matched_update,
+    normalize_on,
+    not_matched_by_source_delete,
+    not_matched_by_source_update,
+    not_matched_insert,
+    parse_clauses,
+    referenced_columns,
+    validate_clauses,
+)
 
 COLS = ["id", "dt", "name", "amount", "updated_at"]
 PK = ["id", "dt"]

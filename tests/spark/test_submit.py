@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.spark.common import (INPUT_ERROR_EXIT, RESULT_PREFIX, application_path, parse_result,
-                                         py_files_zip)
+from airflow_paimon.spark.common import INPUT_ERROR_EXIT, RESULT_PREFIX, application_path, parse_result, py_files_zip
 
 from .reference import canonical
 from .test_merge import SCHEMA, make_target, row

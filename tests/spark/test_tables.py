@@ -12,8 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.format.bucketing import bucket_ids
-from airflow_paimon.spark.tables import (DuplicateKeyError, diff_rows, read_changes_df, read_table_df,
-                                         write_changes)
+from airflow_paimon.spark.tables import DuplicateKeyError, diff_rows, read_changes_df, read_table_df, write_changes
 
 from .reference import canonical
 from .test_merge import SCHEMA, make_target, row
