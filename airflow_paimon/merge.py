@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from airflow_paimon.format.errors import MergeClauseError
+
 __all__ = [
     "MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE",
     "MergeClause", "MergeClauseError",
@@ -55,10 +57,6 @@ _ACTIONS = {
 }
 _SQL_WHEN = {MATCHED: "WHEN MATCHED", NOT_MATCHED: "WHEN NOT MATCHED",
              NOT_MATCHED_BY_SOURCE: "WHEN NOT MATCHED BY SOURCE"}
-
-
-class MergeClauseError(ValueError):
-    """The MERGE clauses (or the ``on`` columns) cannot be executed as given; nothing was changed."""
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,35 @@
 from .catalog import Catalog
 from .commit import CommitMessage
 from .errors import (
-                     CommitConflictError,
-                     InvalidDataError,
-                     InvalidOptionError,
-                     PaimonError,
-                     SchemaMismatchError,
-                     SnapshotExpiredError,
-                     SnapshotNotFoundError,
-                     TableAlreadyExistsError,
-                     TableNotFoundError,
-                     TagNotFoundError,
-                     UnsupportedTableError,
+    CommitConflictError,
+    CorruptFileError,
+    DuplicateKeyError,
+    InvalidDataError,
+    InvalidOptionError,
+    MergeClauseError,
+    PaimonError,
+    PeriodMismatchError,
+    SchemaChangeError,
+    SchemaMismatchError,
+    SnapshotExpiredError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
+    UnsupportedTableError,
 )
 from .scan import Split
-from .schema_change import SchemaChange, SchemaChangeError
+from .schema_change import SchemaChange
 from .snapshot import Snapshot
 from .table import Table
 from .tags import Tag
 
 __all__ = [
-    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage",
+    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage", "SchemaChange",
+    # every error the library raises on purpose, all under PaimonError
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
-    "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError",
-    "CommitConflictError", "InvalidDataError", "SchemaChange", "SchemaChangeError",
+    "SchemaMismatchError", "SchemaChangeError", "InvalidOptionError", "InvalidDataError", "DuplicateKeyError",
+    "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError", "TagAlreadyExistsError",
+    "CorruptFileError", "CommitConflictError", "PeriodMismatchError", "MergeClauseError",
 ]

@@ -52,3 +52,19 @@ class InvalidDataError(PaimonError, ValueError):
 
 class DuplicateKeyError(InvalidDataError):
     """Several rows of one write (or one merge source) carry the same primary key where each may appear once."""
+
+
+class TagAlreadyExistsError(PaimonError):
+    """A tag of that name already exists and points at another snapshot (and replacing was not asked for)."""
+
+
+class SchemaChangeError(PaimonError, ValueError):
+    """A schema change cannot be applied as asked; the table's schema is unchanged."""
+
+
+class PeriodMismatchError(PaimonError, ValueError):
+    """A run's data interval is not one period of the table's calendar."""
+
+
+class MergeClauseError(PaimonError, ValueError):
+    """The MERGE clauses (or the ``on`` columns) cannot be executed as given; nothing was changed."""

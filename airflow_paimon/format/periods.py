@@ -33,7 +33,7 @@ import pendulum
 from pendulum import DateTime
 from pendulum.tz.timezone import FixedTimezone, Timezone
 
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, PeriodMismatchError
 
 __all__ = [
     "EPOCH",
@@ -309,10 +309,6 @@ def _as_instant(value: _dt.datetime, what: str) -> _dt.datetime:
 # ---------------------------------------------------------------------------------------------------------
 # Periods
 # ---------------------------------------------------------------------------------------------------------
-
-
-class PeriodMismatchError(ValueError):
-    """A run's data interval is not one period of the table's calendar."""
 
 
 @dataclass(frozen=True)

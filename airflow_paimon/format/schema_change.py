@@ -28,7 +28,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .errors import PaimonError, UnsupportedTableError
+from .errors import SchemaChangeError, UnsupportedTableError
 from .options import TableOptions
 from .schema import DataField, SchemaManager, TableSchema
 from .types import arrow_to_paimon, normalize_arrow, paimon_to_arrow, split_nullability
@@ -41,10 +41,6 @@ _MAX_LENGTH = 2147483647
 # Options whose value names columns (comma-separated); a column they name cannot be dropped.
 _COLUMN_OPTIONS = ("bucket-key", "sequence.field", "rowkind.field")
 _RENAMED_OPTIONS = ("bucket-key", "sequence.field")
-
-
-class SchemaChangeError(PaimonError, ValueError):
-    """A schema change cannot be applied as asked; the table's schema is unchanged."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,14 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import CorruptFileError, InvalidOptionError, PaimonError, SnapshotNotFoundError, TagNotFoundError
+from .errors import (
+    CorruptFileError,
+    InvalidOptionError,
+    PaimonError,
+    SnapshotNotFoundError,
+    TagAlreadyExistsError,
+    TagNotFoundError,
+)
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -33,10 +40,6 @@ MAX_TAG_NAME_LENGTH = 255
 MAX_LOCAL_TAG_NAME_BYTES = 255 - len(".tag-") - len(".0123456789abcdef0123456789abcdef.tmp")
 _TAG_FIELDS = ("tagCreateTime", "tagTimeRetained")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-class TagAlreadyExistsError(PaimonError):
-    """A tag of that name already exists and points at another snapshot (and replacing was not asked for)."""
 
 
 def local_datetime_to_json(value: dt.datetime) -> list[int]:
