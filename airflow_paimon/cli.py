@@ -184,7 +184,7 @@ def redact(message: str, secrets: Sequence[str]) -> str:
 @contextlib.contextmanager
 def _progress() -> Iterator[Any]:
     """A progress line on stderr while the block runs (None when stderr is not a terminal), cleared after."""
-    from airflow_paimon.format.cleanup import tty_progress
+    from airflow_paimon.format.upkeep.progress import tty_progress
 
     progress = tty_progress(sys.stderr)
     try:
@@ -215,7 +215,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 def cmd_tags(args: argparse.Namespace) -> int:
     table = _table(args)
     rows = []
-    from airflow_paimon.format.tags import java_duration_string
+    from airflow_paimon.format.tag_file import java_duration_string
     for t in sorted(table.tags.list(), key=lambda t: (t.snapshot.id, t.name)):
         s = t.snapshot
         rows.append({
@@ -231,7 +231,7 @@ def cmd_tags(args: argparse.Namespace) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    from airflow_paimon.format.cleanup import human_bytes
+    from airflow_paimon.format.upkeep.results import human_bytes
 
     table = _table(args)
     data = table.system_table("files", snapshot_id=args.snapshot, tag=args.tag)
@@ -315,7 +315,7 @@ def cmd_expire_snapshots(args: argparse.Namespace) -> int:
 
 def cmd_expire_tags(args: argparse.Namespace) -> int:
     table = _table(args)
-    from airflow_paimon.format.cleanup import tags_to_expire
+    from airflow_paimon.format.upkeep.tag_cleanup import tags_to_expire
     reasons = {t.name: why for t, why in tags_to_expire(table)}
     with _progress() as progress:
         result = table.expire_tags(dry_run=args.dry_run, progress=progress)
@@ -354,7 +354,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
-    from airflow_paimon.format.cleanup import human_bytes
+    from airflow_paimon.format.upkeep.results import human_bytes
 
     table = _table(args)
     older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None

@@ -30,7 +30,7 @@ from .scan import Split
 from .schema_change import SchemaChange
 from .snapshot import Snapshot
 from .table import Table
-from .tags import Tag
+from .tag_file import Tag
 
 __all__ = [
     "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage", "SchemaChange",

@@ -52,7 +52,7 @@ from .snapshot import Snapshot
 
 if TYPE_CHECKING:
     from .table import Table
-    from .tags import Tag
+    from .tag_file import Tag
 
 __all__ = [
     "OPT_AUTOMATIC_COMPLETION",

@@ -19,7 +19,7 @@ import pyarrow as pa
 from .binary_row import EMPTY_ROW, deserialize_row
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
-from .tags import java_duration_string
+from .tag_file import java_duration_string
 
 if TYPE_CHECKING:
     from .table import Table

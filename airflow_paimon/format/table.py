@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import getpass
 import time
 import uuid
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import pyarrow as pa
 
 from .commit import MAX_RETRIES, CommitMessage, FileStoreCommit, backoff
-from .errors import CommitConflictError, InvalidOptionError, PaimonError, TableNotFoundError, UnsupportedTableError
+from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
@@ -23,33 +22,21 @@ from .scan import ScanPlanner, Split
 from .schema import SchemaManager, TableSchema
 from .schema_change import SchemaChange, commit_schema_changes
 from .snapshot import Snapshot, SnapshotManager
+from .system_tables import system_table
+from .tag_file import Tag
+from .tags import TagManager
+from .time_travel import TimeTravel, snapshot_at
+from .timepoints import to_epoch_millis
+from .upkeep.orphans import remove_orphan_files
+from .upkeep.progress import Progress
+from .upkeep.results import CleanupResult, OrphanResult
+from .upkeep.rollback import rollback
+from .upkeep.snapshot_expiry import expire_snapshots
+from .upkeep.tag_cleanup import expire_tags
 from .write import TableWrite
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
-
-    from .time_travel import TimeTravel
-
-
-def to_epoch_millis(value: Any) -> int:
-    """Milliseconds since the epoch of a datetime/pendulum/ISO string (naive means UTC) or a number."""
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip().replace("Z", "+00:00")
-        try:
-            value = dt.datetime.fromisoformat(text) if "T" in text or " " in text else \
-                dt.datetime.combine(dt.date.fromisoformat(text), dt.time())
-        except ValueError:
-            raise InvalidOptionError(f"{value!r} is not a point in time (ISO 8601 such as '2026-11-20' or "
-                                     "'2026-11-20 02:00:00+01:00')") from None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(dt.datetime.combine(value, dt.time(), tzinfo=dt.timezone.utc).timestamp() * 1000)
-    raise PaimonError(f"cannot read {value!r} as a point in time")
 
 
 class Table:
@@ -263,13 +250,11 @@ class Table:
         provably holds the state current then. With `closest_tag=True` that tag is used instead, and the result
         says so (`how == "closest-tag"`).
         """
-        from .time_travel import snapshot_at
         return snapshot_at(self, to_epoch_millis(as_of), closest_tag,
                            "read that tag, or ask for the closest tag (closest_tag=True, --closest-tag)")
 
     @cached_property
-    def tags(self) -> "Any":
-        from .tags import TagManager
+    def tags(self) -> TagManager:
         return TagManager(self)
 
     # ---- reading ---------------------------------------------------------------------------------
@@ -373,45 +358,41 @@ class Table:
         return self._write_and_commit(lambda base: self.new_write().delete_rows(keys, base),
                                       commit_user, commit_identifier)
 
-    # ---- upkeep: tags, expiry, rollback, orphans, system tables (format/cleanup.py, format/tags.py) ------
+    # ---- upkeep: tags, expiry, rollback, orphans, system tables (format/upkeep/, format/tags.py) -------
     def create_tag(self, name: str, snapshot_id: int | None = None, as_of: Any = None,
-                   time_retained: Any = None, replace: bool = False) -> "Any":
+                   time_retained: Any = None, replace: bool = False) -> Tag:
         return self.tags.create(name, snapshot_id, as_of, time_retained, replace)
 
-    def delete_tag(self, name: str, dry_run: bool = False) -> "Any":
+    def delete_tag(self, name: str, dry_run: bool = False) -> CleanupResult:
         return self.tags.delete(name, dry_run)
 
-    def rename_tag(self, old: str, new: str) -> "Any":
+    def rename_tag(self, old: str, new: str) -> Tag:
         return self.tags.rename(old, new)
 
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
                          older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
-                         *, now: Any = None, progress: Any = None) -> "Any":
-        from .cleanup import expire_snapshots
+                         *, now: Any = None, progress: Progress | None = None) -> CleanupResult:
         return expire_snapshots(self, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress)
 
-    def expire_tags(self, now: Any = None, dry_run: bool = False, *, progress: Any = None) -> "Any":
-        from .cleanup import expire_tags
+    def expire_tags(self, now: Any = None, dry_run: bool = False, *,
+                    progress: Progress | None = None) -> CleanupResult:
         return expire_tags(self, now, dry_run, progress)
 
     def rollback(self, *, to_tag: Any = None, to_snapshot: Any = None, to_time: Any = None, dry_run: bool = False,
-                 progress: Any = None, now: Any = None) -> "Any":
-        """Roll back to exactly one of a tag (by name), a snapshot id or a point in time (see cleanup.rollback).
+                 progress: Progress | None = None, now: Any = None) -> CleanupResult:
+        """Roll back to exactly one of a tag (by name), a snapshot id or a point in time (see upkeep/rollback.py).
 
         The target is named explicitly because a periodic tag's name (`2026-11-20`) also reads as a date: a tag
         that is gone must be an error, not a rollback to a time.
         """
-        from .cleanup import rollback
         return rollback(self, to_tag, to_snapshot, to_time, dry_run, progress, now)
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False, *, now: Any = None,
-                            progress: Any = None) -> "Any":
-        from .cleanup import remove_orphan_files
+                            progress: Progress | None = None) -> OrphanResult:
         return remove_orphan_files(self, older_than, dry_run, now, progress)
 
     def system_table(self, name: str, snapshot_id: int | None = None, tag: str | None = None,
                      as_of: Any = None) -> pa.Table:
-        from .system_tables import system_table
         return system_table(self, name, snapshot_id, tag, as_of)
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import SnapshotExpiredError, SnapshotNotFoundError
 from .snapshot import Snapshot, read_snapshot_file
@@ -73,6 +73,25 @@ def _changelog_snapshots(table: Table) -> list[Snapshot]:
     return out
 
 
+def latest_snapshot_at_or_before(sm: Any, millis: int) -> Snapshot | None:
+    """The snapshot manager's binary search over the hinted id range; if that range has a hole (left by a crash
+    in the middle of a rollback), the same search over the listed ids."""
+    try:
+        return sm.latest_at_or_before(millis)
+    except SnapshotNotFoundError:
+        pass
+    ids = sm.ids()
+    lo, hi, found = 0, len(ids) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        snap = sm.snapshot(ids[mid])
+        if snap.time_millis <= millis:
+            found, lo = snap, mid + 1
+        else:
+            hi = mid - 1
+    return found
+
+
 def _quoted(names: list[str]) -> str:
     return ", ".join(repr(n) for n in sorted(names))
 
@@ -81,7 +100,6 @@ def snapshot_at(table: Table, millis: int, closest_tag: bool = False, alternativ
     """The snapshot current at `millis` (epoch ms), exactly; or, with `closest_tag`, the newest tag at or before
     it when the exact answer is no longer known. SnapshotExpiredError / SnapshotNotFoundError otherwise, naming
     the retained range and the closest tag; `alternative` ends that message with what the caller can do."""
-    from .tags import latest_snapshot_at_or_before
     sm = table.snapshot_manager
     earliest_id, latest_id = sm.earliest_id(), sm.latest_id()
     earliest = sm.snapshot(earliest_id) if earliest_id is not None else None

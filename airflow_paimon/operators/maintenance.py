@@ -111,7 +111,7 @@ def _older_than_args(value: Any) -> dict[str, Any]:
 
 class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     """Delete files of a Paimon table that no snapshot, tag or changelog references and that are older than the
-    safety age, with the format library's rules (``airflow_paimon.format.cleanup``).
+    safety age, with the format library's rules (``airflow_paimon.format.upkeep.orphans``).
 
     With ``use_spark=True`` (default) the Spark application lists and deletes in parallel (for big tables);
     with ``use_spark=False`` the worker runs ``table.remove_orphan_files`` itself and no Spark job is submitted.
@@ -126,7 +126,10 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     :param use_spark: run on Spark (default) or in the worker.
     :param paimon_conn_id: the Paimon connection (templated).
 
-    Returns (XCom) ``{"status", "files_found", "files_deleted", "bytes", "files": [first 1000 paths], ...}``.
+    Returns (XCom) the same dictionary with and without Spark (``OrphanResult.to_dict``): ``operation``,
+    ``target``, ``status`` (``dry_run``, ``nothing_to_delete`` or ``deleted``), ``dry_run``, ``older_than``,
+    ``scanned``, ``listing_units``, ``files`` (the first 1000 orphan paths), ``files_found``, ``files_freed``,
+    ``files_deleted``, ``bytes_freed`` and ``seconds``.
 
     Checked when the DAG is parsed (templated values once rendered): ``target``, ``older_than`` (a duration or
     a point in time, at least one hour before now unless ``allow_recent``), ``allow_recent``, ``dry_run`` and
@@ -178,6 +181,7 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
         if self.use_spark:
             return super().execute(context)
         from airflow_paimon.format.options import parse_duration
+        from airflow_paimon.format.upkeep.orphans import MAX_LISTED_FILES
 
         table = self.paimon_hook().get_table(self.target)
         args = _older_than_args(self.older_than)
@@ -188,6 +192,4 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
             older = args["older_than"]
         result = table.remove_orphan_files(older_than=older, dry_run=bool(self.dry_run))
         self.log.info("%s", result.summary())
-        out = result.to_dict()
-        out["files"] = out["files"][:1000]
-        return out
+        return result.to_dict(MAX_LISTED_FILES)

@@ -2,15 +2,19 @@
 
 ``spark-submit .../airflow_paimon/spark/orphans_app.py --spec '{"target": ..., "warehouse": ...}'``
 
-The rules are the format library's (``airflow_paimon.format.cleanup``): what is referenced is every file a
-snapshot, tag or changelog of the table names (``referenced_names``), which paths orphan cleanup may judge at all
-is ``_orphan_candidate`` (never schema/, snapshot and tag files, hints, consumers, branches), and only files
-older than the safety age (default one day) go. Spark only spreads the work:
+The rules are the format library's, through its public names (``airflow_paimon.format.upkeep.orphans``): the
+safety threshold is ``orphan_threshold`` (default one day), what is referenced is every file a snapshot, tag or
+changelog of the table names (``referenced_names``), a listed file is an orphan by ``orphan_file`` (a path
+orphan cleanup may judge at all, never schema/, snapshot and tag files, hints, consumers, branches; unreferenced;
+older than the threshold), and the result is the library's ``OrphanResult``, so the worker and Spark report
+the same shape. Spark only spreads the work:
 
 1. the driver reads what is referenced (R1) and splits the table directory into listing units;
 2. tasks list their units and keep the files that are candidates, unreferenced in R1 and old enough;
-3. the driver reads what is referenced again (R2) just before deleting and drops anything referenced meanwhile;
-4. tasks delete the remaining orphans; the driver removes bucket directories left empty.
+3. the driver reads what is referenced again (R2) just before deleting and drops anything referenced meanwhile
+   (``still_unreferenced``);
+4. tasks delete the remaining orphans; the driver removes the bucket and partition directories left empty
+   (``remove_empty_data_dirs``).
 
 Arguments: target, warehouse, options, older_than (a point in time: ISO text or epoch millis), older_than_age
 (a duration such as "3 d"; default 1 day), dry_run, num_tasks.
@@ -60,8 +64,18 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     import pyarrow as pa
     from pyspark.sql import types as T
 
-    from airflow_paimon.format import Catalog, cleanup
+    from airflow_paimon.format import Catalog
     from airflow_paimon.format.options import parse_duration
+    from airflow_paimon.format.upkeep.orphans import (
+        MAX_LISTED_FILES,
+        orphan_file,
+        orphan_threshold,
+        referenced_names,
+        remove_empty_data_dirs,
+        still_unreferenced,
+    )
+    from airflow_paimon.format.upkeep.results import OrphanFile, OrphanResult
+    from airflow_paimon.format.upkeep.roots import check_supported
     from airflow_paimon.spark.merge_job import _as_bool
 
     started = time.monotonic()
@@ -72,21 +86,17 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("orphan cleanup needs target and warehouse")
     table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
     dry_run = _as_bool(spec.get("dry_run") or False)
-    now_ms = int(time.time() * 1000)
-    if spec.get("older_than") is not None:
-        threshold = cleanup._millis(spec["older_than"], "older_than")
-    else:
-        age = parse_duration(spec["older_than_age"], "older_than_age") if spec.get("older_than_age") \
-            else cleanup.DEFAULT_ORPHAN_AGE
-        if age < dt.timedelta(0):
+    older_than: Any = spec.get("older_than")
+    if older_than is None and spec.get("older_than_age"):
+        older_than = parse_duration(spec["older_than_age"], "older_than_age")
+        if older_than < dt.timedelta(0):
             raise ValueError("older_than_age must not be negative")
-        threshold = now_ms - int(age.total_seconds() * 1000)
-    cleanup._check_supported(table)
+    threshold = orphan_threshold(older_than, int(time.time() * 1000))
+    check_supported(table)
     io, root, depth = table.io, table.path, len(table.partition_keys)
     k = int(spec.get("num_tasks") or max(1, spark.sparkContext.defaultParallelism * 2))
     units = _listing_units(io, root, depth, 4 * k)
-    referenced = spark.sparkContext.broadcast(frozenset(cleanup.referenced_names(table)))
-    candidate = cleanup._orphan_candidate
+    referenced = spark.sparkContext.broadcast(frozenset(referenced_names(table)))
     schema = T.StructType([T.StructField("path", T.StringType()), T.StructField("size", T.LongType()),
                            T.StructField("mtime_ms", T.LongType()), T.StructField("scanned", T.LongType())])
 
@@ -99,16 +109,11 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
                 infos = io.walk(directory) if recursive else io.list_dir(directory)
                 for info in infos:
                     scanned += 1
-                    if not info.path.startswith(root + "/"):
-                        continue
-                    rel = info.path[len(root) + 1:]
-                    if not candidate(rel, depth):
-                        continue
-                    if rel.rsplit("/", 1)[-1] in names or info.mtime_ms >= threshold:
-                        continue
-                    paths.append(info.path)
-                    sizes.append(info.size)
-                    mtimes.append(info.mtime_ms)
+                    found = orphan_file(info, root, depth, names, threshold)
+                    if found is not None:
+                        paths.append(found.path)
+                        sizes.append(found.size)
+                        mtimes.append(found.mtime_ms)
             # The found files, then one row (path null) carrying how many files this batch listed.
             paths.append(None)
             sizes.append(0)
@@ -120,20 +125,16 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
     n = len(units)
     rows = spark.range(0, n, 1, min(n, k * 4)).mapInArrow(list_task, schema).collect()
-    scanned = sum(r["scanned"] for r in rows)
-    orphans = sorted((r["path"], r["size"], r["mtime_ms"]) for r in rows if r["path"] is not None)
-    result: dict[str, Any] = {"target": table.identifier, "dry_run": dry_run,
-                              "older_than": dt.datetime.fromtimestamp(threshold / 1000, dt.timezone.utc).isoformat(),
-                              "listing_units": n, "scanned": scanned}
-    if not dry_run and orphans:
-        again = cleanup.referenced_names(table)
-        orphans = [o for o in orphans if o[0].rsplit("/", 1)[-1] not in again]
-    paths = [o[0] for o in orphans]
-    result.update(files_found=len(orphans), bytes=sum(o[1] for o in orphans), files=paths[:1000])
+    result = OrphanResult(dry_run, threshold, target=table.identifier, listing_units=n,
+                          scanned=sum(r["scanned"] for r in rows))
+    result.files = sorted((OrphanFile(r["path"], r["size"], r["mtime_ms"]) for r in rows if r["path"] is not None),
+                          key=lambda f: f.path)
+    if not dry_run and result.files:
+        result.files = still_unreferenced(table, result.files)
+    paths = result.paths
     if dry_run or not paths:
-        result.update(status="dry_run" if dry_run else "nothing_to_delete", files_deleted=0,
-                      seconds=round(time.monotonic() - started, 3))
-        return result
+        result.seconds = time.monotonic() - started
+        return result.to_dict(MAX_LISTED_FILES)
     chunks = max(1, min(len(paths), k * 2))
 
     def delete_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -147,11 +148,10 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
     deleted = spark.range(0, chunks, 1, chunks).mapInArrow(
         delete_task, T.StructType([T.StructField("deleted", T.LongType())])).collect()
-    for d in sorted({p.rsplit("/", 1)[0] for p in paths if "/bucket-" in p}, reverse=True):
-        io.delete_dir_if_empty(d)
-    result.update(status="deleted", files_deleted=sum(r["deleted"] for r in deleted),
-                  seconds=round(time.monotonic() - started, 3))
-    return result
+    remove_empty_data_dirs(table, paths)
+    result.files_deleted = sum(r["deleted"] for r in deleted)
+    result.seconds = time.monotonic() - started
+    return result.to_dict(MAX_LISTED_FILES)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

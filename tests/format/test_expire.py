@@ -10,7 +10,7 @@ import os
 import pytest
 
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
-from airflow_paimon.format.cleanup import FileIndex
+from airflow_paimon.format.upkeep.file_index import FileIndex
 
 from .upkeep_helpers import (
     FUTURE,
@@ -380,7 +380,7 @@ def test_changelog_files_of_expired_snapshots_go_and_retained_ones_stay(tmp_path
 def test_progress_is_reported(churn):
     import io
 
-    from airflow_paimon.format.cleanup import tty_progress
+    from airflow_paimon.format.upkeep.progress import tty_progress
 
     class Tty(io.StringIO):
         def isatty(self):

@@ -10,7 +10,8 @@ import os
 import pytest
 
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
-from airflow_paimon.format.tags import TagAlreadyExistsError, check_tag_name, java_duration_string
+from airflow_paimon.format.tag_file import check_tag_name, java_duration_string
+from airflow_paimon.format.tags import TagAlreadyExistsError
 
 from .upkeep_helpers import (
     FUTURE,
@@ -133,7 +134,7 @@ def test_bad_tag_names_are_rejected_and_nothing_is_written(table, name):
 
 
 def test_name_length_limits(table):
-    from airflow_paimon.format.tags import MAX_LOCAL_TAG_NAME_BYTES
+    from airflow_paimon.format.tag_file import MAX_LOCAL_TAG_NAME_BYTES
     assert table.tags.create("a" * MAX_LOCAL_TAG_NAME_BYTES).snapshot_id == 3
     assert check_tag_name("a" * 255)  # the general limit; a local filesystem holds fewer bytes
     before = tree_hashes(table.path)

@@ -162,3 +162,27 @@ def test_spark_orphan_cleanup_matches_the_library(spark, warehouse, tmp_path):
     assert os.path.exists(young)
     assert canonical(cat.get_table("db.t").read().to_pylist(), ["id", "dt"]) == canonical(before, ["id", "dt"])
     assert run_remove_orphans(spark, spec)["status"] == "nothing_to_delete"
+
+
+@pytest.mark.spark
+def test_spark_and_worker_orphan_cleanup_give_one_result(spark, warehouse, tmp_path):
+    """The Spark application and the worker judge the same files and report them in the same shape; a
+    partition directory that deleting orphans left empty goes on Spark as it does in the worker."""
+    cat = warehouse
+    t = _history(cat, tmp_path, partitioned=True)
+    stray_dir = f"{t.path}/dt=2030-01-01/bucket-0"
+    os.makedirs(stray_dir)
+    with open(f"{stray_dir}/data-stray.parquet", "wb") as f:
+        f.write(b"x")
+    later = "2100-01-01"  # every unreferenced file is old enough
+    worker = cat.get_table("db.t").remove_orphan_files(older_than=later, dry_run=True).to_dict(1000)
+    spec = {"target": "db.t", "warehouse": cat.warehouse, "num_tasks": 3, "older_than": later}
+    on_spark = run_remove_orphans(spark, dict(spec, dry_run=True))
+    assert set(on_spark) == set(worker)
+    varying = ("seconds", "listing_units")
+    assert {k: v for k, v in on_spark.items() if k not in varying} == \
+        {k: v for k, v in worker.items() if k not in varying}
+    assert worker["files"] == [f"{stray_dir}/data-stray.parquet"]
+    done = run_remove_orphans(spark, spec)
+    assert done["status"] == "deleted" and done["files_deleted"] == 1
+    assert not os.path.exists(f"{t.path}/dt=2030-01-01")

@@ -128,3 +128,5 @@ def test_orphan_operator_in_the_worker(paimon_conn):
     op = RemoveOrphanFilesOperator(task_id="o", target="db.t", use_spark=False)
     out = op.execute(context(task_id="o"))
     assert out["files_freed"] == 1 and not os.path.exists(stray)
+    # The XCom the Spark application returns too (see test_compact_orphans): status, paths, counts.
+    assert out["status"] == "deleted" and out["files"] == [stray] and out["files_deleted"] == 1

@@ -1,0 +1,109 @@
+"""Snapshot expiry: Paimon's retention rules, deleting only what no retained snapshot and no tag uses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidOptionError, UnsupportedTableError
+from .arguments import count_arg, epoch_millis_arg, now_millis
+from .plan import existing_sizes, remove_roots_and_files
+from .progress import Progress
+from .results import CleanupResult
+from .roots import Root, changelog_roots, check_supported, snapshot_roots, tag_roots
+
+if TYPE_CHECKING:
+    from ..table import Table
+
+
+def _consumer_min_next(table: "Table") -> int | None:
+    lowest = None
+    for info in table.io.list_dir(f"{table.path}/consumer"):
+        name = info.path.rsplit("/", 1)[-1]
+        if not name.startswith("consumer-"):
+            continue
+        try:
+            nxt = json.loads(table.io.read_text(info.path)).get("nextSnapshot")
+        except (FileNotFoundError, ValueError):
+            continue
+        if isinstance(nxt, int) and (lowest is None or nxt < lowest):
+            lowest = nxt
+    return lowest
+
+
+def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: int | None = None,
+                     older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
+                     now: Any = None, progress: Progress | None = None) -> CleanupResult:
+    """Expire the oldest snapshots as Paimon does (same options, same defaults), deleting only what no
+    retained snapshot and no tag uses.
+
+    Snapshot k may expire when: more than `retain_min` snapshots are newer or equal to it stay (at least the
+    `retain_min` newest are kept), no consumer still reads it, it is among the `max_deletes` oldest, and the
+    snapshot after it was committed before `older_than` (default: now - `snapshot.time-retained`); snapshots
+    beyond the `retain_max` newest expire regardless of their age. `older_than` is a point in time (or a
+    timedelta, meaning that long before now).
+    """
+    opts = table.core_options
+    rmin = count_arg(retain_min, "retain_min", opts.snapshot_num_retained_min)
+    rmax = count_arg(retain_max, "retain_max", opts.snapshot_num_retained_max)
+    if rmax < rmin:
+        raise InvalidOptionError(f"retain_max ({rmax}) must not be less than retain_min ({rmin})")
+    limit = count_arg(max_deletes, "max_deletes", opts.snapshot_expire_limit)
+    now_ms = now_millis(now)
+    if older_than is None:
+        threshold = now_ms - int(opts.snapshot_time_retained.total_seconds() * 1000)
+    elif isinstance(older_than, dt.timedelta):
+        if older_than < dt.timedelta(0):
+            raise InvalidOptionError(f"older_than: a retention must not be negative, got {older_than}")
+        threshold = now_ms - int(older_than.total_seconds() * 1000)
+    else:
+        threshold = epoch_millis_arg(older_than, "older_than")
+    check_supported(table)
+    decoupled = sorted(k for k in ("changelog.num-retained.min", "changelog.num-retained.max",
+                                   "changelog.time-retained") if k in table.options())
+    if decoupled:
+        raise UnsupportedTableError(
+            f"{table.identifier} keeps its changelog longer than its snapshots ({', '.join(decoupled)}); expiring "
+            "such tables (Paimon's decoupled changelog files) is not supported here: use Paimon's expire procedure")
+
+    result = CleanupResult("expire-snapshots", dry_run)
+    sm = table.snapshot_manager
+    ids = sm.ids()
+    if not ids:
+        return result
+    earliest, latest = ids[0], ids[-1]
+    keep_from = max(latest - rmax + 1, earliest)
+    end = latest - rmin + 1
+    consumer = _consumer_min_next(table)
+    if consumer is not None:
+        end = min(end, consumer)
+    end = min(end, earliest + limit)
+    stop = end
+    present = set(ids)
+    for sid in range(keep_from, end):
+        if sid + 1 in present and threshold <= sm.snapshot(sid + 1).time_millis:
+            stop = sid
+            break
+    expired = [sid for sid in ids if sid < stop]
+    if not expired:
+        return result
+    kept_snaps = [r for r in snapshot_roots(table) if int(r.name) >= stop]
+    if not kept_snaps:
+        return result  # never expire the last snapshot
+    removed = [Root("snapshot", str(sid), sm.snapshot(sid)) for sid in expired]
+    kept = kept_snaps + tag_roots(table) + changelog_roots(table)
+    result.snapshots = expired
+    snapshot_files = existing_sizes(table.io, [sm.path(s) for s in expired])
+    result.metadata_files = sorted(snapshot_files, key=lambda p: int(p.rsplit("-", 1)[1]))
+    result.bytes_freed = sum(snapshot_files.values())
+
+    def delete_snapshot_files() -> None:
+        sm.earliest_hint(int(kept_snaps[0].name))
+        for i, sid in enumerate(expired):  # oldest first: the retained range stays contiguous
+            table.io.delete(sm.path(sid))
+            sm.forget(sid)
+            if progress:
+                progress("deleting expired snapshots", i + 1, len(expired))
+
+    return remove_roots_and_files(table, result, removed, kept, delete_snapshot_files, progress)
