@@ -8,16 +8,28 @@ of destructive operations, checked against a simple in-memory model after every 
   old values, a column added since reads NULL in old rows, a dropped one is gone for good);
 * no file any retained snapshot or tag references (data files it reads, manifest lists, manifests) is missing;
 * after orphan cleanup (with `older_than` in the future, so every unreferenced file is eligible) no unreferenced
-  data or manifest file remains.
+  data or manifest file remains;
+* every data file lies in the partition directory Paimon names for its partition values.
+
+It runs on two tables. One is partitioned by a string. The other is partitioned by a DATE and a TIMESTAMP,
+with `partition.legacy-name` drawn per run. Dates before 1970 and sub-second times check both spellings. That
+table also has a `sequence.field` whose values include NULLs and ties. Within a write, one key may come several
+times. The model picks the version of each key as Paimon does: the higher sequence value wins and NULL is older
+than any value; on a tie the later write wins (later in the batch or a later commit). Deletes carry no sequence
+value, so a delete is older than a version that has one and leaves it in place. A partition value cannot be NULL
+there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Writing one is a bad
+input, which must fail and leave the table as it was.
 
 Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
 files are immutable, and the existence of every file a snapshot reads is checked at every step, so an unchanged key
 means unchanged rows.
 Every 50 steps and at the end of each run the memo is dropped and everything is read again.
 
-Size: PAIMON_MODEL_EXAMPLES (default 60) runs of up to PAIMON_MODEL_STEPS (default 50) steps, the same ones on
-every run (derandomised); PAIMON_MODEL_RANDOM=1 draws new ones. The number of operations run is printed (see it
-with `pytest -s`) and recorded as the `model_operations` property of the test (JUnit XML).
+Size: PAIMON_MODEL_EXAMPLES (default 50) runs, half on each table, of up to PAIMON_MODEL_STEPS (default 50)
+steps, the same ones on every run (derandomised); PAIMON_MODEL_RANDOM=1 draws new ones. The number of operations
+run is printed (see it with `pytest -s`) and recorded as the `model_operations` property of the test (JUnit XML).
+On the DATE/TIMESTAMP table the test also checks, from 10 runs on, that the runs decided versions by NULL sequence
+values and by ties, and used both `partition.legacy-name` values.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from airflow_paimon.format import PaimonError, TagNotFoundError
+from airflow_paimon.format import Catalog, PaimonError, TagNotFoundError
 from airflow_paimon.format.compact import compact as library_compact
 from airflow_paimon.format.options import parse_duration
 from airflow_paimon.format.schema_change import SchemaChange
@@ -42,12 +54,13 @@ from airflow_paimon.format.tags import TagAlreadyExistsError
 
 from .upkeep_helpers import FUTURE, FailAfter, all_files, compact, judged_files, make_table, referenced_names
 
-EXAMPLES = int(os.environ.get("PAIMON_MODEL_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("PAIMON_MODEL_EXAMPLES", "50"))
 STEPS = int(os.environ.get("PAIMON_MODEL_STEPS", "50"))
 FULL_CHECK_EVERY = 50
 TAG_NAMES = ["t1", "t2", "t3", "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
 PERIODIC_MAX = 3
-COUNTS = {"operations": 0, "runs": 0, "errors_expected": 0, "crashes": 0}
+COUNTS = {"operations": 0, "runs": 0, "errors_expected": 0, "crashes": 0,
+          "null_sequence_decided": 0, "sequence_tie_decided": 0, "legacy_name_runs": 0}
 KINDS: dict[str, int] = {}
 SECONDS: dict[str, float] = {}
 # Relative frequency of each kind of step.
@@ -56,6 +69,17 @@ WEIGHTS = {"upsert": 6, "delete": 3, "compact": 3, "create_tag": 4, "delete_tag"
            "add_column": 1, "rename_column": 1, "drop_column": 1, "widen_column": 1}
 # Names of value columns: few, so that dropped names come back as new columns.
 COLUMN_NAMES = ["v", "w", "x"]
+# Partition values of the DATE/TIMESTAMP table and their directories as Paimon spells them
+# (partition.legacy-name true, false): escaped `:` is %3A, TIMESTAMP(6) cast to STRING keeps 6 fraction digits.
+TEMPORAL_PARTITIONS = {
+    (dt.date(2026, 1, 1), dt.datetime(2026, 1, 1, 2, 30)):
+        ("d=20454/ts=2026-01-01T02%3A30", "d=2026-01-01/ts=2026-01-01 02%3A30%3A00.000000"),
+    (dt.date(1969, 12, 31), dt.datetime(1969, 12, 31, 23, 59, 59, 500000)):
+        ("d=-1/ts=1969-12-31T23%3A59%3A59.500", "d=1969-12-31/ts=1969-12-31 23%3A59%3A59.500000"),
+    (dt.date(2026, 1, 1), dt.datetime(2026, 11, 22, 0, 0, 5, 123456)):
+        ("d=20454/ts=2026-11-22T00%3A00%3A05.123456", "d=2026-01-01/ts=2026-11-22 00%3A00%3A05.123456"),
+}
+STRING_PARTITIONS = {("a",): ("p=a", "p=a"), ("b",): ("p=b", "p=b")}
 
 
 class _Patch:
@@ -68,16 +92,29 @@ class _Patch:
             setattr(obj, name, value)
 
 
+def _newer_or_same(new, old) -> bool:
+    """Paimon's order of two sequence values: NULL below every value (so a tie of NULLs is a tie)."""
+    return old is None or (new is not None and new >= old)
+
+
 class UpkeepModel(RuleBasedStateMachine):
+    """The table partitioned by a string, without a sequence field."""
+
+    PARTITIONS = STRING_PARTITIONS
+    SEQUENCE = None
+
     def __init__(self):
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="paimon-model-")
-        self.table = make_table(self.dir, partitioned=True, buckets=2,
-                                options={"tag.num-retained-max": str(PERIODIC_MAX)})
-        # Snapshot rows: (id, p, ((field id, value), ...)); value columns of the current schema: [name, id, type].
+        self.table = None
+        self.legacy = True
+        # Snapshot rows: (id, p, ((field id, value), ...), sequence value) with p the tuple of partition values;
+        # value columns of the current schema: [name, id, type].
         self.snaps: dict[int, frozenset] = {}
-        self.columns: list[list] = [["v", 2, "BIGINT"]]
-        self.highest_field_id = 2
+        self.columns: list[list] = []
+        self.highest_field_id = 0
+        self.pcols: list[str] = []
+        self.fixed: set[str] = set()
         self.tags: dict[str, dict] = {}
         self.memo: dict[tuple, frozenset] = {}
         self.entries_memo: dict[tuple, set] = {}
@@ -101,19 +138,27 @@ class UpkeepModel(RuleBasedStateMachine):
     def latest(self) -> int | None:
         return max(self.snaps) if self.snaps else None
 
+    def _create_table(self) -> None:
+        self.table = make_table(self.dir, partitioned=True, buckets=2,
+                                options={"tag.num-retained-max": str(PERIODIC_MAX)})
+
     def _latest_rows(self) -> dict:
+        """{(p, id): (values, sequence value)} of the latest snapshot."""
         if not self.snaps:
             return {}
-        return {(r[1], r[0]): r[2] for r in self.snaps[self.latest]}
+        return {(r[1], r[0]): (r[2], r[3]) for r in self.snaps[self.latest]}
 
     def _committed(self, snap, rows: dict) -> None:
         assert snap is not None
         assert snap.id == (self.latest or 0) + 1, (snap.id, self.latest)
-        self.snaps[snap.id] = frozenset((k[1], k[0], v) for k, v in rows.items())
+        self.snaps[snap.id] = frozenset((k[1], k[0], v[0], v[1]) for k, v in rows.items())
 
     def _project(self, rows: frozenset) -> frozenset:
         """Model rows as a read with the current schema returns them: values found by field id."""
-        return frozenset((i, p, tuple(dict(values).get(c[1]) for c in self.columns)) for i, p, values in rows)
+        return frozenset((i, p, tuple(dict(values).get(c[1]) for c in self.columns), s) for i, p, values, s in rows)
+
+    def _partition_data(self, p: tuple, n: int) -> dict:
+        return {c: [v] * n for c, v in zip(self.pcols, p)}
 
     def _time(self, sid: int) -> int:
         return self.table.snapshot(sid).time_millis
@@ -139,28 +184,66 @@ class UpkeepModel(RuleBasedStateMachine):
         assert not left, f"not freed: {sorted(left)}"
 
     # ---- commits -------------------------------------------------------------------------------------
-    @initialize(ids=st.lists(st.integers(0, 12), min_size=1, max_size=8, unique=True), v=st.integers(0, 999))
-    def first_commit(self, ids, v):
-        self.upsert(ids, "a", v)
+    @initialize(ids=st.lists(st.integers(0, 12), min_size=1, max_size=8, unique=True), v=st.integers(0, 999),
+                legacy=st.booleans(), data=st.data())
+    def first_commit(self, ids, v, legacy, data):
+        self.legacy = legacy
+        COUNTS["legacy_name_runs"] += legacy
+        self._create_table()
+        schema = self.table.schema()
+        self.pcols = list(schema.partition_keys)
+        self.fixed = {"id", *self.pcols, *([self.SEQUENCE] if self.SEQUENCE else [])}
+        self.columns = [[f.name, f.id, f.type] for f in schema.fields if f.name not in self.fixed]
+        self.highest_field_id = schema.highest_field_id
+        self.upsert(ids, min(self.PARTITIONS), v, self._draw_sequence(data.draw, len(ids)))
 
-    def upsert(self, ids, p, v):
+    def _draw_sequence(self, draw, n: int) -> list | None:
+        if self.SEQUENCE is None:
+            return None
+        return draw(st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=n, max_size=n))
+
+    def upsert(self, ids, p, v, seqs):
+        """Rows in batch order; each row's values differ, so the model sees which version of a key won."""
         self._op()
-        data = {"id": pa.array(ids, pa.int64()), "p": [p] * len(ids)}
-        values = tuple((fid, v * 100 + fid) for _, fid, _ in self.columns)   # each column its own value
-        for (name, _, kind), (_, value) in zip(self.columns, values):
-            data[name] = pa.array([value] * len(ids), pa.int32() if kind == "INT" else pa.int64())
+        data = {"id": pa.array(ids, pa.int64()), **self._partition_data(p, len(ids))}
+        if self.SEQUENCE is not None:
+            data[self.SEQUENCE] = pa.array(seqs, pa.int32())
+        per_row = [tuple((fid, v * 100 + fid + 1_000_000 * k) for _, fid, _ in self.columns)
+                   for k in range(len(ids))]
+        for j, (name, _, kind) in enumerate(self.columns):
+            data[name] = pa.array([values[j][1] for values in per_row], pa.int32() if kind == "INT" else pa.int64())
         snap = self.table.write(pa.table(data))
         rows = self._latest_rows()
-        for i in ids:
-            rows[(p, i)] = values
+        for k, i in enumerate(ids):
+            s = seqs[k] if seqs is not None else None
+            old = rows.get((p, i))
+            if old is None:
+                rows[(p, i)] = (per_row[k], s)
+                continue
+            self._count_decision(s, old[1])
+            if _newer_or_same(s, old[1]):
+                rows[(p, i)] = (per_row[k], s)
         self._committed(snap, rows)
 
+    def _count_decision(self, new, old) -> None:
+        if self.SEQUENCE is not None:
+            if new is None or old is None:
+                COUNTS["null_sequence_decided"] += 1
+            elif new == old:
+                COUNTS["sequence_tie_decided"] += 1
+
     def delete(self, ids, p):
+        """Deletes by key: their sequence value is NULL, so they lose against a version that has one."""
         self._op()
-        snap = self.table.delete(pa.table({"id": pa.array(ids, pa.int64()), "p": [p] * len(ids)}))
+        snap = self.table.delete(pa.table({"id": pa.array(ids, pa.int64()), **self._partition_data(p, len(ids))}))
         rows = self._latest_rows()
         for i in ids:
-            rows.pop((p, i), None)
+            old = rows.get((p, i))
+            if old is None:
+                continue
+            self._count_decision(None, old[1])
+            if _newer_or_same(None, old[1]):
+                del rows[(p, i)]
         self._committed(snap, rows)
 
     def compact(self, library):
@@ -172,7 +255,7 @@ class UpkeepModel(RuleBasedStateMachine):
     # ---- schema changes ------------------------------------------------------------------------------
     def _altered(self, change) -> None:
         self.table.alter(change)
-        got = [[f.name, f.id, f.type] for f in self.table.schema().fields if f.name not in ("id", "p")]
+        got = [[f.name, f.id, f.type] for f in self.table.schema().fields if f.name not in self.fixed]
         assert got == self.columns, (got, self.columns)
         assert self.table.schema().highest_field_id == self.highest_field_id
 
@@ -356,7 +439,12 @@ class UpkeepModel(RuleBasedStateMachine):
             elif which == "target":
                 self.table.rollback(to_tag="no-such-thing")
             elif which == "schema":
-                self.table.alter(SchemaChange.rename_column("p", "q"))
+                self.table.alter(SchemaChange.rename_column(self.pcols[0], "q"))
+            elif which == "null_partition":
+                data = {"id": pa.array([1, 2], pa.int64()), **self._partition_data(min(self.PARTITIONS), 2)}
+                data[self.pcols[-1]] = pa.array([None, None], self.table.schema().arrow_schema().field(
+                    self.pcols[-1]).type)
+                self.table.write(pa.table(data))
             else:
                 self.table.remove_orphan_files(older_than="soon")
         assert all_files(self.table.path) == before
@@ -404,10 +492,12 @@ class UpkeepModel(RuleBasedStateMachine):
 
     def _step(self, kind, draw):
         rows = st.lists(st.integers(0, 12), min_size=1, max_size=6, unique=True)
-        part = st.sampled_from(["a", "b"])
+        part = st.sampled_from(sorted(self.PARTITIONS))
         pick = st.integers(0, 1000)
         if kind == "upsert":
-            self.upsert(draw(rows), draw(part), draw(st.integers(0, 999)))
+            # With a sequence field a key may come twice in one write: its versions are ordered within the batch.
+            ids = draw(rows if self.SEQUENCE is None else st.lists(st.integers(0, 12), min_size=1, max_size=6))
+            self.upsert(ids, draw(part), draw(st.integers(0, 999)), self._draw_sequence(draw, len(ids)))
         elif kind == "delete":
             self.delete(draw(rows), draw(part))
         elif kind == "compact":
@@ -441,7 +531,8 @@ class UpkeepModel(RuleBasedStateMachine):
         elif kind == "remove_orphans":
             self.remove_orphans()
         elif kind == "bad_input":
-            self.bad_input(draw(st.sampled_from(["name", "retain", "target", "older", "schema"])))
+            self.bad_input(draw(st.sampled_from(["name", "retain", "target", "older", "schema"]
+                                                + (["null_partition"] if self.SEQUENCE else []))))
         elif kind == "crash":
             self.crash(draw(st.sampled_from(["expire", "rollback", "delete_tag"])), draw(st.integers(0, 25)),
                        draw(pick))
@@ -469,9 +560,19 @@ class UpkeepModel(RuleBasedStateMachine):
         got = self.memo.get(key)
         if got is None:
             names = [c[0] for c in self.columns]
-            got = self.memo[key] = frozenset((r["id"], r["p"], tuple(r[n] for n in names))
-                                             for r in read().to_pylist())
+            got = self.memo[key] = frozenset(
+                (r["id"], tuple(r[c] for c in self.pcols), tuple(r[n] for n in names),
+                 r[self.SEQUENCE] if self.SEQUENCE else None) for r in read().to_pylist())
         return got
+
+    def _check_directories(self, what: str, snap, rows: frozenset) -> None:
+        """Each data file is in the directory Paimon names for its partition, and each partition with rows has
+        files there (the names are the table's literals, not the library's)."""
+        spelled = {p: names[0 if self.legacy else 1] for p, names in self.PARTITIONS.items()}
+        root = f"{self.table.path}/"
+        dirs = {path[len(root):].rsplit("/bucket-", 1)[0] for path in self._live(snap) if "/bucket-" in path}
+        assert dirs <= set(spelled.values()), f"{what}: partition directories {sorted(dirs)}"
+        assert {spelled[p] for _, p, _, _ in rows} <= dirs, f"{what}: partitions with rows have no files"
 
     @invariant()
     def check(self):
@@ -496,31 +597,60 @@ class UpkeepModel(RuleBasedStateMachine):
             snap = t.snapshot(sid)
             missing = self._live(snap) - existing
             assert not missing, f"snapshot {sid} lost {sorted(missing)}"
-            assert self._rows_of(snap, lambda: t.read(snapshot_id=sid)) == self._project(rows), \
+            assert self._rows_of(snap, lambda sid=sid: t.read(snapshot_id=sid)) == self._project(rows), \
                 f"snapshot {sid} differs"
+            self._check_directories(f"snapshot {sid}", snap, rows)
         for name, model in self.tags.items():
             snap = tags[name].snapshot
             assert snap.id == model["sid"]
             missing = self._live(snap) - existing
             assert not missing, f"tag {name} lost {sorted(missing)}"
-            assert self._rows_of(snap, lambda: t.read(tag=name)) == self._project(model["rows"]), \
+            assert self._rows_of(snap, lambda name=name: t.read(tag=name)) == self._project(model["rows"]), \
                 f"tag {name} differs"
+            self._check_directories(f"tag {name}", snap, model["rows"])
         if self.snaps:
             assert t.latest_snapshot().id == self.latest
 
 
-def test_upkeep_model(record_property):
+class TemporalUpkeepModel(UpkeepModel):
+    """The table partitioned by a DATE and a TIMESTAMP, with a nullable `sequence.field`."""
+
+    PARTITIONS = TEMPORAL_PARTITIONS
+    SEQUENCE = "s"
+
+    def _create_table(self) -> None:
+        catalog = Catalog(self.dir)
+        catalog.create_database("db", ignore_if_exists=True)
+        schema = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("ts", pa.timestamp("us")),
+                            (self.SEQUENCE, pa.int32()), ("v", pa.int64())])
+        self.table = catalog.create_table(
+            "db.t", schema, primary_keys=["d", "ts", "id"], partition_keys=["d", "ts"],
+            options={"bucket": "2", "sequence.field": self.SEQUENCE, "tag.num-retained-max": str(PERIODIC_MAX),
+                     "partition.legacy-name": str(self.legacy).lower()})
+
+
+@pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel], ids=["string", "date-timestamp"])
+def test_upkeep_model(machine, record_property):
     for k in COUNTS:
         COUNTS[k] = 0
     KINDS.clear()
     SECONDS.clear()
     randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
-    run_state_machine_as_test(UpkeepModel, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
+    # The runs are shared between the two tables: together they take about three minutes on two cores.
+    examples = EXAMPLES // 2 if machine is UpkeepModel else EXAMPLES - EXAMPLES // 2
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=examples, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
         database=None, suppress_health_check=list(HealthCheck)))
     record_property("model_operations", COUNTS["operations"])
     print(f"\nupkeep model: {COUNTS['operations']} operations in {COUNTS['runs']} runs "
           f"({COUNTS['errors_expected']} expected errors, {COUNTS['crashes']} injected crashes)")
     print(f"  checks after every step: {SECONDS.get('(checks)', 0):.1f}s")
     print("  by kind: " + ", ".join(f"{k} {v} ({SECONDS.get(k, 0):.1f}s)" for k, v in sorted(KINDS.items())))
-    assert COUNTS["operations"] >= EXAMPLES * 5
+    assert COUNTS["operations"] >= examples * 5
+    if machine.SEQUENCE is not None:
+        print(f"  versions decided by a NULL sequence value: {COUNTS['null_sequence_decided']}, by a tie: "
+              f"{COUNTS['sequence_tie_decided']}; runs with partition.legacy-name = true: "
+              f"{COUNTS['legacy_name_runs']} of {COUNTS['runs']}")
+        if COUNTS["runs"] >= 10:
+            assert COUNTS["null_sequence_decided"] and COUNTS["sequence_tie_decided"]
+            assert 0 < COUNTS["legacy_name_runs"] < COUNTS["runs"]
