@@ -56,10 +56,12 @@ CASES = {
     "missing column": (lambda p: _write(p, [row(1, 1)]),
                        {"clauses": [{"when": "matched", "action": "update", "set": "*", "condition": "s.op <> 'D'"}]},
                        r"AnalysisException: \[FIELD_NOT_FOUND\] No such struct field `op`"),
-    "clause that does not parse": (lambda p: _write(p, [row(1, 1)]),
-                                   {"clauses": [{"when": "matched", "action": "update", "set": "*",
-                                                 "condition": "(s.amount > 1"}]},
-                                   r"ParseException: \[PARSE_SYNTAX_ERROR\]"),
+    # A clause that does not parse is refused when the DAG is parsed (tests/airflow/test_argument_checks.py);
+    # one that parses but names no function Spark knows is refused by the application.
+    "unknown function in a clause": (lambda p: _write(p, [row(1, 1)]),
+                                     {"clauses": [{"when": "matched", "action": "update", "set": "*",
+                                                   "condition": "no_such_function(s.amount) > 1"}]},
+                                     r"AnalysisException: \[UNRESOLVED_ROUTINE\]"),
 }
 
 
