@@ -6,7 +6,7 @@
 """
 
 from .catalog import Catalog
-from .commit import CommitMessage
+from .commit import CommitId, CommitMessage, Transaction
 from .errors import (
                      CommitConflictError,
                      InvalidDataError,
@@ -27,7 +27,7 @@ from .table import Table
 from .tags import Tag
 
 __all__ = [
-    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage",
+    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitId", "CommitMessage", "Transaction",
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
     "SchemaMismatchError", "InvalidOptionError", "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError",
     "CommitConflictError", "InvalidDataError", "SchemaChange", "SchemaChangeError",
