@@ -88,5 +88,5 @@ def test_commit_id_needs_a_user_and_table_commit_takes_keywords_only(tmp_path):
     t = make_table(tmp_path)
     messages = t.new_write().write(rows([1], 1))
     with pytest.raises(TypeError):
-        t.commit(messages, "u", 1)   # noqa: too-many-positional: the point of the test
+        t.commit(messages, "u", 1)   # positional commit arguments are refused
     assert t.latest_snapshot() is None
