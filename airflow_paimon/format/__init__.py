@@ -6,7 +6,7 @@
 """
 
 from .catalog import Catalog
-from .commit import CommitMessage
+from .commit import CommitId, CommitMessage, Transaction
 from .errors import (
     CommitConflictError,
     CorruptFileError,
@@ -33,7 +33,7 @@ from .table import Table
 from .tag_file import Tag
 
 __all__ = [
-    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitMessage", "SchemaChange",
+    "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitId", "CommitMessage", "Transaction", "SchemaChange",
     # every error the library raises on purpose, all under PaimonError
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
     "SchemaMismatchError", "SchemaChangeError", "InvalidOptionError", "InvalidDataError", "DuplicateKeyError",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
 
-from .errors import CommitConflictError
+from .errors import CommitConflictError, SnapshotNotFoundError
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
@@ -58,38 +59,107 @@ class CommitMessage:
         return out
 
 
-class FileStoreCommit:
-    def __init__(self, table: "Any"):
+@dataclass(frozen=True)
+class CommitId:
+    """Who commits (`commitUser`) and which of their commits this is (`commitIdentifier`): a snapshot carrying the
+    pair proves the commit landed, so a retried task that commits under the same id writes nothing twice."""
+
+    user: str
+    identifier: int
+
+    def __post_init__(self) -> None:
+        if not self.user:
+            raise ValueError("a commit id needs a non-empty commit user")
+        object.__setattr__(self, "identifier", int(self.identifier))
+
+    @classmethod
+    def of(cls, user: str | None, identifier: int | None) -> "CommitId | None":
+        """The id of a commit given as (user, identifier) arguments; None (not exactly-once) unless both are."""
+        return cls(user, int(identifier)) if user is not None and identifier is not None else None
+
+
+def find_commit(table: Any, commit_id: CommitId) -> Snapshot | None:
+    """The snapshot holding this commit, if it landed and is still known: the one exactly-once lookup.
+
+    Retained snapshots are searched first, newest first; then tags, which copy the snapshot they name (with its
+    commit user and identifier), so a commit stays recognisable after its snapshot expired for as long as a tag
+    of it lives.
+    """
+    snapshots: SnapshotManager = table.snapshot_manager
+    latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+    if latest is not None and earliest is not None:
+        for n in range(latest, earliest - 1, -1):
+            try:
+                snap = snapshots.snapshot(n)
+            except SnapshotNotFoundError:
+                continue
+            if snap.commit_user == commit_id.user and snap.commit_identifier == commit_id.identifier:
+                return snap
+    for tag in table.tags.list():
+        snap = tag.snapshot
+        if snap.commit_user == commit_id.user and snap.commit_identifier == commit_id.identifier:
+            return snap
+    return None
+
+
+LATEST: Any = object()   # `base` of a transaction that starts from the table's latest snapshot
+
+
+class Transaction:
+    """A commit in progress: its id, the snapshot its changes are computed against, and the commit itself.
+
+    Every writer goes through one: look at `already_committed` (the exactly-once check), compute the changes
+    against `base`, then `commit(messages)`. The commit writes manifests, then creates the snapshot file only if
+    absent; a lost race checks that the concurrent commits did not touch what this one depends on and retries
+    on the new latest snapshot; a commit that cannot land deletes the data files it added.
+    """
+
+    def __init__(self, table: Any, *, commit_id: CommitId | None = None, kind: str = "APPEND",
+                 properties: dict[str, str] | None = None, base: Any = LATEST, commit_user: str | None = None):
+        """`base`: a snapshot, None (the empty table) or LATEST (read when first needed). `commit_user` names the
+        writer of a commit without an id (default: the table's per-process user); such a commit is not
+        exactly-once."""
         self.table = table
+        self.commit_id = commit_id
+        self.kind = kind
+        self.properties = properties
+        self._base = base
         self.snapshots: SnapshotManager = table.snapshot_manager
         self.manifests: ManifestIO = table.manifest_io
+        if commit_id is not None:
+            self.user, self.identifier = commit_id.user, commit_id.identifier
+        else:
+            self.user, self.identifier = commit_user or table.default_commit_user, BATCH_COMMIT_IDENTIFIER
 
-    def commit(
-        self,
-        messages: Sequence[CommitMessage],
-        commit_kind: str = "APPEND",
-        commit_user: str | None = None,
-        commit_identifier: int | None = None,
-        base_snapshot_id: int | None = None,
-        properties: dict[str, str] | None = None,
-    ) -> Snapshot | None:
-        """Commit `messages` as one snapshot; returns it (or the earlier snapshot holding the same commit)."""
-        user = commit_user or self.table.default_commit_user
-        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
-        if commit_user is not None and commit_identifier is not None:
-            existing = self.table.find_commit(user, identifier)
+    @cached_property
+    def already_committed(self) -> Snapshot | None:
+        """The snapshot (or tag) holding this commit when an earlier attempt landed it; None otherwise."""
+        return find_commit(self.table, self.commit_id) if self.commit_id is not None else None
+
+    @cached_property
+    def base(self) -> Snapshot | None:
+        """The snapshot the changes are computed against; concurrent changes after it are checked at commit."""
+        return self.table.latest_snapshot() if self._base is LATEST else self._base
+
+    def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
+        """Commit `messages` as one snapshot; returns it, the earlier snapshot holding the same commit, or None
+        when there is nothing to commit."""
+        exactly_once = self.commit_id is not None
+        if exactly_once:
+            # Looked up again, not the cached answer: the changes may have taken long, and a retried attempt of
+            # the same task may have landed meanwhile.
+            existing = find_commit(self.table, self.commit_id)
             if existing is not None:
                 return existing
         entries = [e for m in messages for e in m.entries()]
-        if not entries and commit_kind != "OVERWRITE":
+        if not entries and self.kind != "OVERWRITE":
             return None
-        exactly_once = commit_user is not None and commit_identifier is not None
+        base_id = self.base.id if self.base is not None else 0
         try:
-            return self._commit_entries(entries, commit_kind, user, identifier, base_snapshot_id, properties,
-                                        exactly_once)
+            return self._commit_entries(entries, base_id)
         except CommitConflictError as e:
             # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
-            landed = self.table.find_commit(user, identifier) if exactly_once else None
+            landed = find_commit(self.table, self.commit_id) if exactly_once else None
             if landed is not None:
                 return landed
             deleted = self.delete_new_files(messages)
@@ -118,13 +188,11 @@ class FileStoreCommit:
             count += 1
         return count
 
-    def _commit_entries(self, entries: list[ManifestEntry], commit_kind: str, user: str, identifier: int,
-                        base_snapshot_id: int | None, properties: dict[str, str] | None,
-                        exactly_once: bool) -> Snapshot:
+    def _commit_entries(self, entries: list[ManifestEntry], base_snapshot_id: int) -> Snapshot:
         written: list[str] = []
         for attempt in range(MAX_RETRIES):
             latest = self.snapshots.latest()
-            if latest is not None and base_snapshot_id is not None and latest.id != base_snapshot_id:
+            if latest is not None and latest.id != base_snapshot_id:
                 self._check_conflicts(base_snapshot_id, latest, entries)
             base_metas = self._base_manifests(latest)
             # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
@@ -149,16 +217,16 @@ class FileStoreCommit:
                 base_manifest_list_size=base_size,
                 delta_manifest_list=delta_list,
                 delta_manifest_list_size=delta_size,
-                commit_user=user,
-                commit_identifier=identifier,
-                commit_kind=commit_kind,
+                commit_user=self.user,
+                commit_identifier=self.identifier,
+                commit_kind=self.kind,
                 time_millis=int(time.time() * 1000),
                 log_offsets={},
                 total_record_count=total_before + added - removed,
                 delta_record_count=added - removed,
                 changelog_record_count=0,
                 watermark=latest.watermark if latest is not None else None,
-                properties=properties or None,
+                properties=self.properties or None,
                 next_row_id=latest.next_row_id if latest is not None else None,
             )
             if self.snapshots.create_snapshot(snap):
@@ -170,12 +238,10 @@ class FileStoreCommit:
             for name in written:
                 self.manifests.io.delete(self.manifests.path(name))
             written.clear()
-            if exactly_once:
-                existing = self.table.find_commit(user, identifier)
+            if self.commit_id is not None:
+                existing = find_commit(self.table, self.commit_id)
                 if existing is not None:
                     return existing
-            if base_snapshot_id is None:
-                base_snapshot_id = latest.id if latest is not None else 0
             time.sleep(backoff(attempt))
         raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: other writers keep committing")
 

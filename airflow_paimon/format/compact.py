@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from .commit import CommitMessage
+from .commit import CommitId, CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
@@ -202,13 +202,11 @@ def _same(actual: Any, given: Any, arrow_type: pa.DataType) -> bool:
 def compact(table: "Table", partitions: Iterable[Mapping[str, Any]] | None = None,
             commit_user: str | None = None, commit_identifier: int | None = None) -> "Snapshot | None":
     """Compact the table (or some partitions) in this process: one COMPACT commit, or None if nothing to do."""
-    if commit_user is not None and commit_identifier is not None:
-        existing = table.snapshot_manager.find_commit(commit_user, int(commit_identifier))
-        if existing is not None:
-            return existing
-    base = table.latest_snapshot()
-    messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, base, partitions)) if m]
+    tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind="COMPACT",
+                           commit_user=commit_user)
+    if tx.already_committed is not None:
+        return tx.already_committed
+    messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, tx.base, partitions)) if m]
     if not messages:
         return None
-    return table.commit(messages, commit_user, commit_identifier, "COMPACT",
-                        base_snapshot_id=base.id if base is not None else 0)
+    return tx.commit(messages)

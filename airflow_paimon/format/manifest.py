@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
@@ -400,11 +400,3 @@ def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
             live.pop(e.identifier, None)
     return list(live.values())
 
-
-@dataclass
-class FileSet:
-    """Everything a snapshot references, for expiry and orphan cleanup."""
-
-    manifest_lists: set[str] = field(default_factory=set)
-    manifests: set[str] = field(default_factory=set)
-    data_files: set[str] = field(default_factory=set)

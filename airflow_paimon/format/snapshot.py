@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .errors import CorruptFileError, SnapshotNotFoundError
@@ -89,9 +89,6 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str) -> "Snapshot":
         return cls.from_dict(json.loads(text))
-
-    def without_extra(self) -> "Snapshot":
-        return replace(self, extra={})
 
 
 def read_snapshot_file(io: FileIO, path: str, kind: str) -> Snapshot:
@@ -203,17 +200,3 @@ class SnapshotManager:
             else:
                 hi = mid - 1
         return found
-
-    def find_commit(self, commit_user: str, commit_identifier: int) -> Snapshot | None:
-        """The retained snapshot holding this user's commit with this identifier, newest first."""
-        latest, earliest = self.latest_id(), self.earliest_id()
-        if latest is None or earliest is None:
-            return None
-        for n in range(latest, earliest - 1, -1):
-            try:
-                snap = self.snapshot(n)
-            except SnapshotNotFoundError:
-                continue
-            if snap.commit_user == commit_user and snap.commit_identifier == commit_identifier:
-                return snap
-        return None

@@ -7,11 +7,11 @@ import getpass
 import time
 import uuid
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
-from .commit import MAX_RETRIES, CommitMessage, FileStoreCommit, backoff
+from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Transaction, backoff, find_commit
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
@@ -185,21 +185,9 @@ class Table:
     def snapshot_at_or_before(self, when: Any) -> Snapshot | None:
         return self.snapshot_manager.latest_at_or_before(to_epoch_millis(when))
 
-    def find_commit(self, commit_user: str, commit_identifier: int) -> Snapshot | None:
-        """The snapshot holding this commit, if it landed and is still known.
-
-        Retained snapshots are searched first; then tags, which copy the snapshot they name (with its commit user
-        and identifier), so a commit stays recognisable after its snapshot expired for as long as a tag of it
-        lives.
-        """
-        found = self.snapshot_manager.find_commit(commit_user, int(commit_identifier))
-        if found is not None:
-            return found
-        for tag in self.tags.list():
-            snap = tag.snapshot
-            if snap.commit_user == commit_user and snap.commit_identifier == int(commit_identifier):
-                return snap
-        return None
+    def find_commit(self, commit_id: CommitId) -> Snapshot | None:
+        """The snapshot (retained, or copied into a tag) holding this commit, if it landed; see commit.find_commit."""
+        return find_commit(self, commit_id)
 
     def file_entries(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
         """The live ADD entries of a snapshot (or of a tag, whose file is a snapshot)."""
@@ -314,32 +302,42 @@ class Table:
     def new_write(self) -> TableWrite:
         return TableWrite(self)
 
-    def new_commit(self) -> FileStoreCommit:
-        return FileStoreCommit(self)
+    def transaction(self, *, commit_id: CommitId | None = None, kind: str = "APPEND",
+                    properties: dict[str, str] | None = None, base: Any = LATEST,
+                    commit_user: str | None = None) -> Transaction:
+        """A commit in progress (see commit.Transaction): check `already_committed`, compute the changes against
+        `base`, then `commit(messages)`."""
+        return Transaction(self, commit_id=commit_id, kind=kind, properties=properties, base=base,
+                           commit_user=commit_user)
 
-    def commit(self, messages: Sequence[CommitMessage], commit_user: str | None = None,
+    def commit(self, messages: Sequence[CommitMessage], *, commit_user: str | None = None,
                commit_identifier: int | None = None, commit_kind: str = "APPEND",
                base_snapshot_id: int | None = None, properties: dict[str, str] | None = None) -> Snapshot | None:
-        return FileStoreCommit(self).commit(messages, commit_kind, commit_user, commit_identifier,
-                                            base_snapshot_id, properties)
+        """Commit messages written elsewhere (by distributed writers) as one snapshot; `base_snapshot_id` is the
+        snapshot they were computed against (default: the latest, read now)."""
+        if base_snapshot_id is None:
+            base: Any = LATEST
+        else:
+            base = self.snapshot(int(base_snapshot_id)) if int(base_snapshot_id) > 0 else None
+        return self.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,
+                                properties=properties, base=base, commit_user=commit_user).commit(messages)
 
-    def _write_and_commit(self, produce, commit_user: str | None, commit_identifier: int | None) -> Snapshot | None:
+    def _write_and_commit(self, produce: Callable[[Snapshot | None], list[CommitMessage]], commit_user: str | None,
+                          commit_identifier: int | None) -> Snapshot | None:
         """Write on the latest snapshot and commit; when a concurrent commit wins the race and conflicts (same
         bucket, overlapping sequence numbers), the attempt's files are deleted (by the commit) and the data is
         written again on the new latest snapshot, so a lost race neither fails the write nor leaves files."""
+        commit_id = CommitId.of(commit_user, commit_identifier)
         attempt = 0
         while True:
-            if commit_user is not None and commit_identifier is not None:
-                existing = self.find_commit(commit_user, int(commit_identifier))
-                if existing is not None:
-                    return existing
-            base = self.latest_snapshot()
-            messages = produce(base)
+            tx = self.transaction(commit_id=commit_id, commit_user=commit_user)
+            if tx.already_committed is not None:
+                return tx.already_committed
+            messages = produce(tx.base)
             if not messages:
                 return None
             try:
-                return self.commit(messages, commit_user, commit_identifier, "APPEND",
-                                   base.id if base is not None else 0)
+                return tx.commit(messages)
             except CommitConflictError:
                 attempt += 1
                 if attempt >= MAX_RETRIES:

@@ -293,11 +293,13 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
                          keys: Sequence[str]) -> dict[str, Any]:
         """The XCom of an application that commits once: its printed `keys`, with the snapshot read back from
         the table, which holds the truth even when the output was lost (a retry after the commit landed)."""
+        from airflow_paimon.format.commit import CommitId
+
         result = {"target": spec["target"], "commit_user": spec["commit_user"], "commit_identifier": identifier}
         result.update({k: v for k, v in printed.items() if k in keys})
         try:
-            snap = self.paimon_hook().get_table(spec["target"]).snapshot_manager.find_commit(
-                spec["commit_user"], identifier)
+            snap = self.paimon_hook().get_table(spec["target"]).find_commit(
+                CommitId(spec["commit_user"], identifier))
         except Exception as e:  # noqa: BLE001 - the job itself succeeded; the lookup is informational
             self.log.warning("Could not look up the snapshot of %s/%s: %s", spec["commit_user"], identifier, e)
             return result

@@ -36,6 +36,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from pyspark.sql import types as T
 
     from airflow_paimon.format import Catalog, CommitMessage
+    from airflow_paimon.format.commit import CommitId
     from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
     from airflow_paimon.spark.tables import balanced_groups
 
@@ -48,14 +49,14 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
     user, ident = spec.get("commit_user"), spec.get("commit_identifier")
     result: dict[str, Any] = {"target": table.identifier, "commit_user": user, "commit_identifier": ident}
-    if user is not None and ident is not None:
-        existing = table.snapshot_manager.find_commit(user, int(ident))
-        if existing is not None:
-            result.update(status="already_committed", snapshot_id=existing.id,
-                          message=f"compaction {user!r}/{ident} is already in snapshot {existing.id}; nothing to do")
-            print(result["message"], flush=True)
-            return result
-    base = table.latest_snapshot()
+    tx = table.transaction(commit_id=CommitId.of(user, ident), kind="COMPACT", commit_user=user)
+    existing = tx.already_committed
+    if existing is not None:
+        result.update(status="already_committed", snapshot_id=existing.id,
+                      message=f"compaction {user!r}/{ident} is already in snapshot {existing.id}; nothing to do")
+        print(result["message"], flush=True)
+        return result
+    base = tx.base
     partitions = spec.get("partitions")
     if isinstance(partitions, Mapping):
         partitions = [partitions]
@@ -84,7 +85,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     messages = [CommitMessage.from_dict(json.loads(r["message"])) for r in rows]
     result["files_before"] = sum(len(m.deleted_files) for m in messages)
     result["files_after"] = sum(len(m.new_files) for m in messages)
-    snap = table.commit(messages, user, ident, "COMPACT", base_snapshot_id=base.id if base is not None else 0)
+    snap = tx.commit(messages)
     result.update(status="committed" if snap is not None else "no_changes",
                   snapshot_id=snap.id if snap is not None else None, seconds=round(time.monotonic() - started, 3))
     return result

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_paimon.format import Table
+from airflow_paimon.format.commit import Transaction
 from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.versions import kinds_to_write
 
@@ -133,15 +134,17 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
     return data.rename_columns(plan[1])
 
 
-def upsert_in_driver(table: Table, data: pa.Table, base: Snapshot | None, commit_user: str | None,
-                     commit_identifier: int | None) -> tuple[Snapshot | None, dict[str, int], dict[str, float]]:
-    """Write `data` as rows of new level-0 files and commit once: (new snapshot or None, rows, seconds).
+def upsert_in_driver(table: Table, data: pa.Table,
+                     tx: Transaction) -> tuple[Snapshot | None, dict[str, int], dict[str, float]]:
+    """Write `data` on the transaction's base as rows of new level-0 files and commit once: (new snapshot or
+    None, rows, seconds).
 
     Rows are +I, or of the kind their ``rowkind.field`` column names; retractions the table ignores are dropped,
     and the counts are of the rows written, as the Spark tasks count them."""
     started = time.monotonic()
     data, kinds = kinds_to_write(table.core_options, data, None)
-    messages = table.new_write().write(data, kinds, base_snapshot=base, duplicates="error", what="the MERGE source")
+    messages = table.new_write().write(data, kinds, base_snapshot=tx.base, duplicates="error",
+                                       what="the MERGE source")
     seconds = {"write": round(time.monotonic() - started, 3)}
     if kinds is None:
         rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
@@ -151,7 +154,6 @@ def upsert_in_driver(table: Table, data: pa.Table, base: Snapshot | None, commit
     if not messages:
         return None, rows, seconds
     started = time.monotonic()
-    snap = table.commit(messages, commit_user, commit_identifier, "APPEND",
-                        base_snapshot_id=base.id if base is not None else 0)
+    snap = tx.commit(messages)
     seconds["commit"] = round(time.monotonic() - started, 3)
     return snap, rows, seconds

@@ -48,6 +48,7 @@ from pyspark.sql import types as T
 
 from airflow_paimon.format import Catalog, Table
 from airflow_paimon.format.bucketing import bucket_ids
+from airflow_paimon.format.commit import CommitId, Transaction
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
@@ -454,8 +455,8 @@ def _plan(spec: MergeSpec, table: Table, source: DataFrame,
     return on, clauses
 
 
-def _driver_upsert(spec: MergeSpec, table: Table, base: Any, user: str | None, ident: int | None,
-                   result: dict[str, Any], started: float) -> dict[str, Any] | None:
+def _driver_upsert(spec: MergeSpec, table: Table, tx: Transaction, result: dict[str, Any],
+                   started: float) -> dict[str, Any] | None:
     """The merge done without Spark (driver_upsert.py), or None when it needs Spark."""
     names = table.schema().field_names
     clauses = parse_clauses(spec.clauses)
@@ -471,12 +472,12 @@ def _driver_upsert(spec: MergeSpec, table: Table, base: Any, user: str | None, i
     validate_clauses(clauses, target_columns=names, primary_keys=table.primary_keys, on=on,
                      source_columns=data.column_names)
     planned = time.monotonic()
-    snap, rows, seconds = upsert_in_driver(table, data, base, user, ident)
+    snap, rows, seconds = upsert_in_driver(table, data, tx)
     result.update(mode="upsert", engine="driver", rows=rows, target_splits_read=0, target_rows_read=0,
                   source={"kind": "files", "path": spec.source if isinstance(spec.source, str)
                           else spec.source.get("path"), "format": "parquet", "files": len(files)},
                   timings=dict(seconds, plan=round(planned - started, 3)))
-    return _finished(result, snap, base, started)
+    return _finished(result, snap, tx.base, started)
 
 
 def _finished(result: dict[str, Any], snap: Any, base: Any, started: float) -> dict[str, Any]:
@@ -503,28 +504,29 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
         raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
     user, ident = spec.commit_user, spec.commit_identifier
     result: dict[str, Any] = {"target": table.identifier, "commit_user": user}
-    if user is not None and ident is not None:
-        existing = table.snapshot_manager.find_commit(user, ident)
-        if existing is not None and not spec.reapply:
-            result.update(status="already_committed", snapshot_id=existing.id, commit_identifier=ident,
-                          message=f"commit {user!r}/{ident} is already in snapshot {existing.id} of "
-                                  f"{table.identifier}; nothing to do (reapply=True merges again)")
-            print(result["message"], flush=True)
-            return result
-        if spec.reapply:
-            token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
-            if existing is not None or spec.reapply_token is not None:
-                ident = reapply_identifier(ident, token)
-                again = table.snapshot_manager.find_commit(user, ident)
-                if again is not None:
-                    result.update(status="already_committed", snapshot_id=again.id, commit_identifier=ident,
-                                  message=f"the re-applied commit {user!r}/{ident} is already in snapshot "
-                                          f"{again.id}; nothing to do")
-                    print(result["message"], flush=True)
-                    return result
+    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user)
+    existing = tx.already_committed
+    if existing is not None and not spec.reapply:
+        result.update(status="already_committed", snapshot_id=existing.id, commit_identifier=ident,
+                      message=f"commit {user!r}/{ident} is already in snapshot {existing.id} of "
+                              f"{table.identifier}; nothing to do (reapply=True merges again)")
+        print(result["message"], flush=True)
+        return result
+    if tx.commit_id is not None and spec.reapply:
+        token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
+        if existing is not None or spec.reapply_token is not None:
+            ident = reapply_identifier(ident, token)
+            tx = table.transaction(commit_id=CommitId(user, ident))
+            again = tx.already_committed
+            if again is not None:
+                result.update(status="already_committed", snapshot_id=again.id, commit_identifier=ident,
+                              message=f"the re-applied commit {user!r}/{ident} is already in snapshot "
+                                      f"{again.id}; nothing to do")
+                print(result["message"], flush=True)
+                return result
     result["commit_identifier"] = ident
-    base = table.latest_snapshot()
-    done = _driver_upsert(spec, table, base, user, ident, result, started)
+    base = tx.base
+    done = _driver_upsert(spec, table, tx, result, started)
     if done is not None:
         return done
     if callable(spark):
@@ -560,14 +562,12 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
         size = estimated_bytes(source) if info.get("kind") == "files" else None
         single = spec.num_tasks is None and size is not None and size <= spec.single_task_bytes
         result["single_task"] = single
-        res = write_changes(spark, table, source.select(*cols), kind_column=None, commit_user=user,
-                            commit_identifier=ident, base_snapshot=base, duplicates="error",
-                            num_tasks=spec.num_tasks, single_task=single, what="the MERGE source",
-                            look_for_commit=False)
+        res = write_changes(spark, table, source.select(*cols), kind_column=None, transaction=tx,
+                            duplicates="error", num_tasks=spec.num_tasks, single_task=single,
+                            what="the MERGE source")
     else:
         result["mode"] = "merge"
-        res = _general_merge(spark, spec, table, base, source, on, clauses, seq_fields, stats, user, ident, result,
-                             info)
+        res = _general_merge(spark, spec, table, tx, source, on, clauses, seq_fields, stats, result, info)
     snap = res.snapshot
     result["rows"] = res.rows
     result["timings"] = dict(res.seconds, plan=round(planned - started, 3))
@@ -576,9 +576,10 @@ def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec 
     return _finished(result, snap, base, started)
 
 
-def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any, source: DataFrame,
+def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, tx: Transaction, source: DataFrame,
                    on: list[str], clauses: list[MergeClause], seq_fields: list[str], stats: _Stats,
-                   user: str | None, ident: int | None, result: dict[str, Any], info: Mapping[str, Any]) -> Any:
+                   result: dict[str, Any], info: Mapping[str, Any]) -> Any:
+    base = tx.base
     names = table.schema().field_names
     target_types = {f.name: f.dataType for f in spark_schema(table.arrow_schema()).fields}
     src_cols = list(source.columns)
@@ -671,10 +672,9 @@ def _general_merge(spark: SparkSession, spec: MergeSpec, table: Table, base: Any
         # they reuse the joining tasks' Python workers instead of starting a second worker per task.
         out = by_bucket(out, [F.col(p) for p in table.partition_keys] + [F.col(BUCKET_COLUMN)], spec.num_tasks)
     try:
-        return write_changes(spark, table, out, kind_column="__kind", commit_user=user, commit_identifier=ident,
-                             base_snapshot=base, duplicates="error",
+        return write_changes(spark, table, out, kind_column="__kind", transaction=tx, duplicates="error",
                              bucket_column=None if rebucket else BUCKET_COLUMN, num_tasks=spec.num_tasks,
-                             what="the MERGE output", look_for_commit=False)
+                             what="the MERGE output")
     except DuplicateKeyError:
         raise
     except Exception as e:  # noqa: BLE001

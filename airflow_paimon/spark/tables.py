@@ -28,8 +28,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from airflow_paimon.format import Catalog, CommitMessage, Snapshot, Split, Table
+from airflow_paimon.format import CommitMessage, Snapshot, Split, Table
 from airflow_paimon.format.bucketing import bucket_ids
+from airflow_paimon.format.commit import LATEST, CommitId, Transaction
 from airflow_paimon.format.errors import DuplicateKeyError, InvalidDataError, PaimonError
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KIND_COLUMN", "CHANGE_COLUMN", "BUCKET_COLUMN", "KIND_CODES", "DuplicateKeyError", "WriteResult",
-    "open_table", "read_table_df", "read_changes_df", "splits_to_df", "assign_buckets", "write_changes",
+    "read_table_df", "read_changes_df", "splits_to_df", "assign_buckets", "write_changes",
     "diff_rows", "partition_filter", "unwrap_task_error",
 ]
 
@@ -51,7 +52,6 @@ KIND_COLUMN = "_VALUE_KIND"      # +I / -U / +U / -D (strings) or their byte cod
 CHANGE_COLUMN = "_change"        # the kind column of change (diff) DataFrames
 BUCKET_COLUMN = "__bucket"
 KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
-KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 DUPLICATE_MARKER = "PAIMON_DUPLICATE_KEY"
 
 
@@ -86,10 +86,6 @@ def estimated_bytes(df: DataFrame) -> int | None:
     except Exception:  # noqa: BLE001 - Spark Connect, or no estimate
         return None
     return value if value < (1 << 62) else None
-
-
-def open_table(warehouse: str, identifier: str, options: Mapping[str, str] | None = None) -> Table:
-    return Catalog(warehouse, dict(options or {})).get_table(identifier)
 
 
 # =====================================================================================================
@@ -457,9 +453,6 @@ def _write_task(table: Table, next_seq: dict[tuple, int], bucket_column: str, du
     return write_task
 
 
-_LATEST = object()
-
-
 def by_bucket(df: DataFrame, keys: list, num_tasks: int | None) -> DataFrame:
     """`df` hash-partitioned by `keys`, so that all rows of a (partition, bucket) meet in one task.
 
@@ -474,10 +467,10 @@ def by_bucket(df: DataFrame, keys: list, num_tasks: int | None) -> DataFrame:
 
 def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_column: str | None = KIND_COLUMN,
                   commit_user: str | None = None, commit_identifier: int | None = None,
-                  base_snapshot: Any = _LATEST, duplicates: str = "error", bucket_column: str | None = None,
+                  base_snapshot: Any = LATEST, duplicates: str = "error", bucket_column: str | None = None,
                   num_tasks: int | None = None, commit: bool = True, commit_kind: str = "APPEND",
                   properties: dict[str, str] | None = None, what: str = "the data",
-                  single_task: bool = False, look_for_commit: bool = True) -> WriteResult:
+                  single_task: bool = False, transaction: Transaction | None = None) -> WriteResult:
     """Write the rows of `df` (table columns by name, plus `kind_column`: +I/+U/-U/-D or 0..3; absent = +I)
     and commit them once.
 
@@ -492,16 +485,19 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     * `single_task=True`: one task reads all rows, assigns their buckets and writes every bucket (no shuffle):
       for small inputs, where starting Python workers on every core costs more than the work.
     * `commit=False` writes the files and returns the messages without committing.
-    * `look_for_commit=False` skips looking for an earlier snapshot of this commit before the job, for callers
-      that just did (every look reads each retained snapshot); the commit itself still refuses a second landing.
+    * `transaction`: the commit in progress of a caller that already looked for an earlier landing of it (every
+      look reads each retained snapshot and tag); it replaces the commit arguments and `base_snapshot`, and the
+      commit itself still refuses a second landing.
     """
     if duplicates not in ("error", "last"):
         raise ValueError("duplicates must be 'error' or 'last'")
-    if look_for_commit and commit and commit_user is not None and commit_identifier is not None:
-        existing = table.snapshot_manager.find_commit(commit_user, int(commit_identifier))
-        if existing is not None:
-            return WriteResult(existing, already_committed=True)
-    base = table.latest_snapshot() if base_snapshot is _LATEST else base_snapshot
+    tx = transaction
+    if tx is None:
+        tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,
+                               properties=properties, base=base_snapshot, commit_user=commit_user)
+        if commit and tx.already_committed is not None:
+            return WriteResult(tx.already_committed, already_committed=True)
+    base = tx.base
     next_seq = table.next_sequence_numbers(base) if base is not None else {}
     target = _target_spark_schema(table)
     unknown = [c for c in df.columns if c not in target.names and c not in (kind_column, bucket_column)]
@@ -545,7 +541,6 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     if not commit or not messages:
         return WriteResult(None, messages=messages, rows=counts, seconds=seconds)
     started = time.monotonic()
-    snap = table.commit(messages, commit_user, commit_identifier, commit_kind,
-                        base_snapshot_id=base.id if base is not None else 0, properties=properties)
+    snap = tx.commit(messages)
     seconds["commit"] = round(time.monotonic() - started, 3)
     return WriteResult(snap, messages=messages, rows=counts, seconds=seconds)
