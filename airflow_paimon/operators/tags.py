@@ -554,14 +554,10 @@ class RollbackOperator(PaimonTableOperator):
         # A template that rendered to nothing ("{{ params.tag or '' }}") means "not given".
         to_tag, to_snapshot, to_time = (None if isinstance(v, str) and not v.strip() else v
                                         for v in (self.to_tag, self.to_snapshot, self.to_time))
-        dry_run = self.dry_run
-        if isinstance(dry_run, str):
-            if dry_run.strip().lower() not in ("true", "false"):
-                raise AirflowFailException(f"dry_run must be true or false, not {dry_run!r}")
-            dry_run = dry_run.strip().lower() == "true"
+        dry_run = args.flag(self.dry_run, "dry_run", rendered=True)  # checked once rendered: "true" is True
         table = self.get_table()
         try:
-            result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=bool(dry_run))
+            result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=dry_run)
         except PaimonError as exc:
             raise task_failure(exc) from exc
         summary = cleanup_summary(result)

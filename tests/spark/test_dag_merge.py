@@ -104,15 +104,21 @@ def _run_dag(env: dict[str, str], tmp_path: Path, *runs: str | list) -> list[dic
     return json.loads(line[len("DAG_TEST_RESULT "):])
 
 
-def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
+def _history_table(tmp_path: Path, rows: int) -> tuple[str, Catalog, list[dict]]:
+    """The example DAG's historical table, holding `rows` rows as of 2026-11-01: (warehouse, catalog, rows)."""
     wh = str(tmp_path / "wh")
     cat = Catalog(wh)
     cat.create_database("demo")
     table = cat.create_table("demo.orders_history", SCHEMA, primary_keys=["id"],
                              options={"bucket": "2", "sequence.field": "updated_at"})
     history = [{"id": i, "customer": f"c{i}", "amount": float(i), "updated_at": dt.datetime(2026, 11, 1)}
-               for i in range(100)]
+               for i in range(rows)]
     table.write(pa.Table.from_pylist(history, schema=SCHEMA))
+    return wh, cat, history
+
+
+def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
+    wh, cat, history = _history_table(tmp_path, 100)
     incoming = tmp_path / "incoming"
     days = {14: _increment(14, range(0, 20), range(100, 110), range(90, 95)),
             15: _increment(15, range(10, 30), range(110, 115), range(0, 3))}
@@ -158,14 +164,7 @@ def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
 
 
 def test_a_day_reapplied_twice_merges_what_its_files_hold_and_a_day_without_files_is_tagged(tmp_path):
-    wh = str(tmp_path / "wh")
-    cat = Catalog(wh)
-    cat.create_database("demo")
-    table = cat.create_table("demo.orders_history", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "2", "sequence.field": "updated_at"})
-    history = [{"id": i, "customer": f"c{i}", "amount": float(i), "updated_at": dt.datetime(2026, 11, 1)}
-               for i in range(10)]
-    table.write(pa.Table.from_pylist(history, schema=SCHEMA))
+    wh, cat, history = _history_table(tmp_path, 10)
     incoming = tmp_path / "incoming"
     tuesday, wednesday = incoming / "2026-11-17", incoming / "2026-11-18"
     tuesday.mkdir(parents=True)
