@@ -23,7 +23,7 @@ from typing import Any
 from airflow_paimon.format.catalog import split_identifier
 from airflow_paimon.format.errors import PaimonError
 from airflow_paimon.format.options import parse_bool
-from airflow_paimon.format.periods import parse_duration, parse_timezone
+from airflow_paimon.format.period_values import parse_duration, parse_timezone
 from airflow_paimon.format.tag_file import check_tag_name
 
 __all__ = [

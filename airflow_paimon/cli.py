@@ -251,29 +251,24 @@ def cmd_files(args: argparse.Namespace) -> int:
 
 
 def cmd_tag_create(args: argparse.Namespace) -> int:
+    from airflow_paimon.format import periodic_tags
     table = _table(args)
     as_of = parse_time(args.as_of, "--as-of") if args.as_of is not None else None
-    existed = table.tags.exists(args.name) if _safe_name(args.name) else False
-    before = table.tags.get(args.name) if existed else None
-    tag = table.tags.create(args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=args.retain,
-                            replace=args.replace)
-    unchanged = before is not None and before.snapshot.id == tag.snapshot.id and before.create_time == tag.create_time
+    applied = periodic_tags.apply(table, args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=args.retain,
+                                  if_exists="replace" if args.replace else "verify")
+    tag = applied.tag
     if args.json:
-        _print_json({"tag_name": tag.name, "snapshot_id": tag.snapshot.id, "created": not unchanged,
+        _print_json({"tag_name": tag.name, "snapshot_id": tag.snapshot.id, "created": applied.rewritten,
                      "commit_time": _utc(tag.snapshot.time_millis),
                      "time_retained": tag.time_retained.total_seconds() if tag.time_retained else None})
-    elif unchanged:
+    elif not applied.rewritten:
         print(f"tag {tag.name!r} already exists on snapshot {tag.snapshot.id}; nothing changed")
     else:
-        verb = "replaced" if before is not None else "created"
+        verb = "replaced" if applied.previous is not None else "created"
         retained = f", retained {args.retain or tag.time_retained}" if tag.time_retained else ""
         print(f"{verb} tag {tag.name!r} on snapshot {tag.snapshot.id} (committed {_utc(tag.snapshot.time_millis)})"
               f"{retained}")
     return 0
-
-
-def _safe_name(name: str) -> bool:
-    return bool(name.strip()) and "/" not in name and "\\" not in name and ".." not in name
 
 
 def _report(args: argparse.Namespace, result: Any, list_files: bool) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import InvalidOptionError, PaimonError, SnapshotNotFoundError
-from .periods import (
+from .period_options import (
     OPT_AUTOMATIC_CREATION,
     OPT_CREATION_DELAY,
     OPT_CREATION_PERIOD,
@@ -44,13 +44,12 @@ from .periods import (
     OPT_PERIOD_FORMATTER,
     OPT_PROCESS_TIME_ZONE,
     OPT_WATERMARK_TIME_ZONE,
-    parse_duration,
-    parse_timezone,
-    timezone_name,
 )
+from .period_values import parse_duration, parse_timezone, timezone_name
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
+    from .snapshot import SnapshotManager
     from .table import Table
     from .tag_file import Tag
 
@@ -158,7 +157,7 @@ class AutoTagRule:
             if period_name not in _PERIODS:
                 raise bad(OPT_CREATION_PERIOD, f"expected one of {', '.join(_PERIODS)}")
             period = _PERIODS[period_name]
-        delay = duration(OPT_CREATION_DELAY, "0 ms")
+        delay = duration(OPT_CREATION_DELAY, None) or _dt.timedelta(0)
         if delay >= period:
             # TagPeriodHandler.validateDelay: one period must be longer than the delay.
             raise bad(OPT_CREATION_DELAY, f"the delay must be shorter than one period ({period})")
@@ -225,9 +224,9 @@ class AutoTagRule:
         match = _LAYOUTS[self.layout][1].fullmatch(name)
         if not match:
             return None
-        parts = [int(g) for g in match.groups()]
+        year, month, day, hour, minute = [int(g) for g in match.groups()] + [0] * (5 - len(match.groups()))
         try:
-            return _dt.datetime(*parts)
+            return _dt.datetime(year, month, day, hour, minute)
         except ValueError:
             return None
 
@@ -262,7 +261,10 @@ def _state_after(rule: AutoTagRule, anchor: Tag | None, earliest: int | None) ->
     """TagAutoCreation's constructor: resume after the auto tag ``anchor``, or start at the earliest snapshot."""
     if anchor is None:
         return AutoTagState(None, earliest if earliest is not None else 1)
-    return AutoTagState(rule.tag_time(anchor.name) + rule.period, anchor.snapshot.id + 1)  # type: ignore[operator]
+    anchor_time = rule.tag_time(anchor.name)
+    if anchor_time is None:  # only auto tags are anchors (see _auto_tags)
+        raise ValueError(f"{anchor.name!r} is not an auto tag of {rule.describe()}")
+    return AutoTagState(anchor_time + rule.period, anchor.snapshot.id + 1)
 
 
 def replay(
@@ -301,7 +303,7 @@ class AutoTagDecision:
     message: str
 
 
-def _snapshots_from(sm, first: int, latest: int | None) -> Iterator[Snapshot]:
+def _snapshots_from(sm: SnapshotManager, first: int, latest: int | None) -> Iterator[Snapshot]:
     """Snapshots ``first..latest`` in order, stopping at a missing one (as ``TagAutoCreation.run`` does)."""
     for snapshot_id in range(first, (latest or 0) + 1):
         try:

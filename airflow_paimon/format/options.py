@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Mapping, Sequence
 
-from . import periods
+from . import period_values
 from .errors import InvalidOptionError
 
 
 def parse_duration(text: str, option: str = "duration") -> timedelta:
     """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
     try:
-        return periods.parse_duration(text)
+        return period_values.parse_duration(text)
     except ValueError as e:
         raise InvalidOptionError(f"{option}: {e}") from None
 

@@ -33,231 +33,26 @@ import pendulum
 from pendulum import DateTime
 from pendulum.tz.timezone import FixedTimezone, Timezone
 
-from .errors import InvalidOptionError, PeriodMismatchError
+from .errors import PeriodMismatchError
+from .period_options import spec_fields_from_options
+from .period_values import (
+    FORMATTER_WITH_DASHES,
+    FORMATTER_WITHOUT_DASHES,
+    format_create_time,
+    parse_create_time,
+    parse_duration,
+    parse_formatter,
+    parse_interval_days,
+    parse_timezone,
+    timezone_name,
+)
 
-__all__ = [
-    "EPOCH",
-    "FORMATTER_WITH_DASHES",
-    "FORMATTER_WITHOUT_DASHES",
-    "OPT_AUTOMATIC_CREATION",
-    "OPT_CREATE_INTERVAL",
-    "OPT_CREATE_TIME",
-    "OPT_CREATION_DELAY",
-    "OPT_CREATION_PERIOD",
-    "OPT_CREATION_PERIOD_DURATION",
-    "OPT_DEFAULT_TIME_RETAINED",
-    "OPT_NUM_RETAINED_MAX",
-    "OPT_PERIOD_FORMATTER",
-    "OPT_PROCESS_TIME_ZONE",
-    "OPT_WATERMARK_TIME_ZONE",
-    "Period",
-    "PeriodMismatchError",
-    "PeriodSpec",
-    "format_duration",
-    "parse_create_time",
-    "parse_duration",
-    "parse_formatter",
-    "parse_timezone",
-    "timezone_name",
-]
+__all__ = ["EPOCH", "Period", "PeriodMismatchError", "PeriodSpec"]
 
 EPOCH = _dt.date(1970, 1, 1)
 """Day 0 of the period grid (in the spec's time zone)."""
 
-FORMATTER_WITH_DASHES = "yyyy-MM-dd"
-FORMATTER_WITHOUT_DASHES = "yyyyMMdd"
-
-# Table options read by PeriodSpec.from_options.
-OPT_CREATE_TIME = "tag.create-time"
-OPT_CREATE_INTERVAL = "tag.create-interval"
-OPT_PERIOD_FORMATTER = "tag.period-formatter"
-OPT_NUM_RETAINED_MAX = "tag.num-retained-max"
-OPT_DEFAULT_TIME_RETAINED = "tag.default-time-retained"
-OPT_PROCESS_TIME_ZONE = "sink.process-time-zone"
-OPT_WATERMARK_TIME_ZONE = "sink.watermark-time-zone"
-OPT_AUTOMATIC_CREATION = "tag.automatic-creation"
-OPT_CREATION_PERIOD = "tag.creation-period"
-OPT_CREATION_DELAY = "tag.creation-delay"
-OPT_CREATION_PERIOD_DURATION = "tag.creation-period-duration"
-
-_ONE_DAY = _dt.timedelta(days=1)
 _UTC = pendulum.UTC
-
-# ---------------------------------------------------------------------------------------------------------
-# Durations (Paimon's TimeUtils.parseDuration syntax)
-# ---------------------------------------------------------------------------------------------------------
-
-# Paimon's labels; each plural label is also accepted with a trailing "s".
-_UNIT_LABELS: dict[str, tuple[str, ...]] = {
-    "days": ("d", "day", "days"),
-    "hours": ("h", "hour", "hours"),
-    "minutes": ("min", "m", "minute", "minutes"),
-    "seconds": ("s", "sec", "secs", "second", "seconds"),
-    "milliseconds": ("ms", "milli", "millis", "millisecond", "milliseconds"),
-    "microseconds": ("µs", "us", "micro", "micros", "microsecond", "microseconds"),
-    "nanoseconds": ("ns", "nano", "nanos", "nanosecond", "nanoseconds"),
-}
-_LABEL_TO_UNIT = {label: unit for unit, labels in _UNIT_LABELS.items() for label in labels}
-_DURATION_RE = re.compile(r"(\d+)\s*(\S*)")
-
-
-def parse_duration(text: str) -> _dt.timedelta:
-    """Parse a Paimon duration such as ``1d``, ``2 d``, ``48h``, ``30 min``, ``500ms`` or ``2 days``.
-
-    The syntax is Paimon's (``TimeUtils.parseDuration``): a non-negative whole number, optional spaces and a
-    unit label (``d``/``day``/``days``, ``h``/``hour(s)``, ``min``/``m``/``minute(s)``, ``s``/``sec(s)``/
-    ``second(s)``, ``ms``/``milli(s)``/``millisecond(s)``, ``µs``/``micro(s)``, ``ns``/``nano(s)``); labels
-    are case-insensitive and a number without a label means milliseconds. Nanoseconds are rounded to
-    microseconds. Raises ``ValueError`` for anything else.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"a duration must be a string such as '1d' or '30 min', not {text!r}")
-    trimmed = text.strip()
-    match = _DURATION_RE.fullmatch(trimmed)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration: expected a whole number and a unit, e.g. '1d', '12h', '30 min'")
-    number, label = int(match.group(1)), match.group(2).lower()
-    if not label:
-        return _dt.timedelta(milliseconds=number)
-    unit = _LABEL_TO_UNIT.get(label)
-    if unit is None:
-        raise ValueError(
-            f"{text!r} is not a duration: unknown unit {match.group(2)!r} "
-            f"(use d, h, min, s, ms, µs or ns, or their full names)"
-        )
-    try:
-        if unit == "nanoseconds":
-            return _dt.timedelta(microseconds=round(number / 1000))
-        return _dt.timedelta(**{unit: number})
-    except OverflowError:
-        raise ValueError(f"{text!r} is not a duration: it is too long") from None
-
-
-def format_duration(value: _dt.timedelta) -> str:
-    """Write a duration in the largest Paimon unit that keeps it exact (``2 d``, ``90 min``, ``1500 ms``)."""
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    for label, size in (
-        ("d", 86_400_000_000),
-        ("h", 3_600_000_000),
-        ("min", 60_000_000),
-        ("s", 1_000_000),
-        ("ms", 1_000),
-    ):
-        if micros % size == 0:
-            return f"{micros // size} {label}"
-    return f"{micros} µs"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Other option values
-# ---------------------------------------------------------------------------------------------------------
-
-_CREATE_TIME_RE = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?")
-
-
-def parse_create_time(text: str | _dt.time) -> _dt.time:
-    """Parse a time of day written ``HH:mm`` (``HH:mm:ss`` and ``HH:mm:ss.ffffff`` are accepted too)."""
-    if isinstance(text, _dt.time):
-        if text.tzinfo is not None:
-            raise ValueError(f"the time of day {text!r} must not carry a time zone")
-        return text
-    if not isinstance(text, str):
-        raise ValueError(f"a time of day must be written 'HH:mm', not {text!r}")
-    match = _CREATE_TIME_RE.fullmatch(text.strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a time of day: expected 'HH:mm', e.g. '00:00' or '02:30'")
-    hour, minute = int(match.group(1)), int(match.group(2))
-    second = int(match.group(3) or 0)
-    micro = int((match.group(4) or "0").ljust(6, "0"))
-    if hour > 23 or minute > 59 or second > 59:
-        raise ValueError(f"{text!r} is not a time of day: hours go from 00 to 23 and minutes from 00 to 59")
-    return _dt.time(hour, minute, second, micro)
-
-
-def _format_create_time(value: _dt.time) -> str:
-    if value.microsecond:
-        return value.isoformat(timespec="microseconds")
-    if value.second:
-        return value.isoformat(timespec="seconds")
-    return value.isoformat(timespec="minutes")
-
-
-_FORMATTERS = {
-    "with_dashes": FORMATTER_WITH_DASHES,
-    "without_dashes": FORMATTER_WITHOUT_DASHES,
-    # Paimon's daily handler writes the same names for this one as for without_dashes.
-    "without_dashes_and_spaces": FORMATTER_WITHOUT_DASHES,
-}
-
-
-def parse_formatter(text: str) -> str:
-    """Map a ``tag.period-formatter`` value (or an explicit pattern) to ``yyyy-MM-dd`` or ``yyyyMMdd``."""
-    if not isinstance(text, str):
-        raise ValueError(f"a period formatter must be a string, not {text!r}")
-    value = text.strip()
-    if value in (FORMATTER_WITH_DASHES, FORMATTER_WITHOUT_DASHES):
-        return value
-    pattern = _FORMATTERS.get(value.lower())
-    if pattern is None:
-        raise ValueError(
-            f"{text!r} is not a period formatter: use with_dashes (yyyy-MM-dd), without_dashes (yyyyMMdd), "
-            f"without_dashes_and_spaces, or the pattern yyyy-MM-dd or yyyyMMdd"
-        )
-    return pattern
-
-
-# Java's custom zone ids: Z, +h, +hh, +hh:mm, +hhmm, +hh:mm:ss, optionally after UTC, GMT or UT.
-_OFFSET_ZONE_RE = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?", re.IGNORECASE)
-
-
-def parse_timezone(value: str | _dt.tzinfo | None) -> Timezone | FixedTimezone:
-    """A pendulum time zone from an IANA name (``Europe/Berlin``), ``UTC``, or a fixed offset written as
-    Java's ``ZoneId.of`` accepts it (``+08:00``, ``GMT-08:00``, ``UTC+8``). ``None`` or ``""`` means UTC."""
-    if value is None:
-        return _UTC
-    if isinstance(value, (Timezone, FixedTimezone)):
-        return value
-    if isinstance(value, _dt.tzinfo):
-        key = getattr(value, "key", None) or getattr(value, "zone", None)
-        if isinstance(key, str):
-            return parse_timezone(key)
-        offset = value.utcoffset(None)
-        if offset is not None:
-            return pendulum.FixedTimezone(int(offset.total_seconds()))
-        raise ValueError(f"cannot use the time zone {value!r}: give an IANA name such as 'Europe/Berlin'")
-    if not isinstance(value, str):
-        raise ValueError(f"a time zone must be a name such as 'Europe/Berlin', not {value!r}")
-    name = value.strip()
-    if not name or name.upper() in ("Z", "UTC", "UT", "GMT"):
-        return _UTC
-    match = _OFFSET_ZONE_RE.fullmatch(name)
-    if match:
-        sign = -1 if match.group(1) == "-" else 1
-        hours, minutes, seconds = (int(match.group(i) or 0) for i in (2, 3, 4))
-        total = hours * 3600 + minutes * 60 + seconds
-        if minutes > 59 or seconds > 59 or total > 18 * 3600:
-            raise ValueError(f"{value!r} is not a time zone: offsets go up to +/-18:00")
-        return _UTC if total == 0 else pendulum.FixedTimezone(sign * total)
-    try:
-        return pendulum.timezone(name)
-    except Exception:  # pendulum raises InvalidTimezone (or a zoneinfo error) for unknown names
-        raise ValueError(
-            f"{value!r} is not a time zone: use an IANA name such as 'Europe/Berlin' or an offset such as '+08:00'"
-        ) from None
-
-
-def timezone_name(tz: _dt.tzinfo) -> str:
-    """The name ``parse_timezone`` reads back: ``Europe/Berlin``, ``UTC`` or ``+08:00``."""
-    if isinstance(tz, FixedTimezone) and tz.offset % 60:
-        # pendulum names a fixed offset to the minute; keep its seconds so the name reads back exactly.
-        sign = "-" if tz.offset < 0 else "+"
-        total = abs(tz.offset)
-        return f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
-    name = getattr(tz, "name", None) or getattr(tz, "key", None)
-    if isinstance(name, str) and name:
-        return name
-    return str(tz)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Wall clock <-> instants
@@ -270,7 +65,7 @@ def _local_wall(instant: _dt.datetime, tz: _dt.tzinfo) -> _dt.datetime:
     return instant.astimezone(tz).replace(tzinfo=None, fold=0)
 
 
-def _first_instant_at_wall(wall: _dt.datetime, tz: _dt.tzinfo) -> DateTime:
+def _first_instant_at_wall(wall: _dt.datetime, tz: Timezone | FixedTimezone) -> DateTime:
     """The first instant at which the wall clock in ``tz`` reads ``wall`` or later.
 
     For a wall time that exists this is the instant itself (the earlier one if it occurs twice); for a wall
@@ -408,92 +203,13 @@ class PeriodSpec:
         unknown = sorted(set(overrides) - set(_SPEC_FIELDS))
         if unknown:
             raise TypeError(f"unknown PeriodSpec field(s): {', '.join(unknown)}; known: {', '.join(_SPEC_FIELDS)}")
-        opts = {str(k): v for k, v in options.items()}
-
-        def get(key: str) -> str | None:
-            value = opts.get(key)
-            if value is None:
-                return None
-            return str(value)
-
-        def read(key: str, parse, default: str | None = None):
-            raw = get(key)
-            if raw is None:
-                if default is None:
-                    return None
-                raw = default
-            try:
-                return parse(raw)
-            except ValueError as exc:
-                raise InvalidOptionError(f"invalid value for table option '{key}': {raw!r}: {exc}") from None
-
-        mode_raw = get(OPT_AUTOMATIC_CREATION)
-        mode = (mode_raw or "none").strip().lower()
-        if mode not in ("none", "process-time", "watermark", "batch"):
-            raise InvalidOptionError(
-                f"invalid value for table option '{OPT_AUTOMATIC_CREATION}': {mode_raw!r}: expected one of "
-                f"none, process-time, watermark, batch"
-            )
-
-        interval_days = read(OPT_CREATE_INTERVAL, _parse_interval_days)
-        create_time = read(OPT_CREATE_TIME, parse_create_time)
-
-        if mode in ("process-time", "watermark"):
-            # Paimon creates these tags itself: follow its calendar so the names are the same.
-            if get(OPT_CREATION_PERIOD_DURATION) is not None:
-                raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATION_PERIOD_DURATION}': "
-                    f"{get(OPT_CREATION_PERIOD_DURATION)!r}: only daily periods are supported "
-                    f"(Paimon names tags of a custom period duration 'yyyyMMddHHmm'); remove the option to use "
-                    f"'{OPT_CREATION_PERIOD}' = 'daily'"
-                )
-            period_raw = get(OPT_CREATION_PERIOD)
-            period = (period_raw or "daily").strip().lower()
-            if period in ("hourly", "two-hours"):
-                raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATION_PERIOD}': {period_raw!r}: DAG runs of "
-                    f"periodic tags support only daily periods (tag expiry handles every Paimon period)"
-                )
-            if period != "daily":
-                raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATION_PERIOD}': {period_raw!r}: expected one of "
-                    f"daily, hourly, two-hours (and only daily is supported)"
-                )
-            delay = read(OPT_CREATION_DELAY, _parse_delay, default="0 ms")
-            paimon_time = (_dt.datetime.combine(EPOCH, _dt.time(0, 0)) + delay).time()
-            if interval_days is not None and interval_days != 1:
-                raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATE_INTERVAL}': {get(OPT_CREATE_INTERVAL)!r}: "
-                    f"'{OPT_AUTOMATIC_CREATION}' = '{mode}' creates daily tags, so the interval must be 1d"
-                )
-            if create_time is not None and create_time != paimon_time:
-                raise InvalidOptionError(
-                    f"invalid value for table option '{OPT_CREATE_TIME}': {get(OPT_CREATE_TIME)!r}: "
-                    f"'{OPT_AUTOMATIC_CREATION}' = '{mode}' creates tags at midnight + '{OPT_CREATION_DELAY}' "
-                    f"({_format_create_time(paimon_time)}); remove one of the two"
-                )
-            interval_days, create_time = 1, paimon_time
-            if mode == "watermark":
-                timezone = read(OPT_WATERMARK_TIME_ZONE, parse_timezone, default="UTC")
-            else:
-                timezone = read(OPT_PROCESS_TIME_ZONE, parse_timezone)
-        else:
-            timezone = read(OPT_PROCESS_TIME_ZONE, parse_timezone)
-
-        values: dict[str, Any] = {
-            "interval_days": 1 if interval_days is None else interval_days,
-            "create_time": _dt.time(0, 0) if create_time is None else create_time,
-            "timezone": _UTC if timezone is None else timezone,
-            "formatter": read(OPT_PERIOD_FORMATTER, parse_formatter, default="with_dashes"),
-            "num_retained_max": read(OPT_NUM_RETAINED_MAX, _parse_num_retained),
-            "default_time_retained": read(OPT_DEFAULT_TIME_RETAINED, _parse_positive_duration),
-        }
+        values = spec_fields_from_options(options)
         for name, value in overrides.items():
             if value is None:
                 continue
             if name == "interval_days" and isinstance(value, str):
                 try:
-                    value = _parse_interval_days(value)
+                    value = parse_interval_days(value)
                 except ValueError as exc:
                     raise ValueError(f"invalid interval_days {value!r}: {exc}") from None
             values[name] = value
@@ -634,7 +350,7 @@ class PeriodSpec:
     @property
     def create_time_text(self) -> str:
         """``create_time`` written ``HH:mm`` (with seconds only when it has them)."""
-        return _format_create_time(self.create_time)
+        return format_create_time(self.create_time)
 
     @property
     def timezone_name(self) -> str:
@@ -646,36 +362,3 @@ class PeriodSpec:
             f"one tag every {every} (periods aligned to 1970-01-01), due at {self.create_time_text} "
             f"{self.timezone_name} after the period ends, named {self.formatter}"
         )
-
-
-def _parse_interval_days(text: str) -> int:
-    value = parse_duration(text)
-    if value < _ONE_DAY:
-        raise ValueError("the interval must be at least one day, e.g. '1d' or '2 d'")
-    if value % _ONE_DAY:
-        raise ValueError("the interval must be a whole number of days, e.g. '1d', '2 d' or '48h'")
-    return value // _ONE_DAY
-
-
-def _parse_delay(text: str) -> _dt.timedelta:
-    value = parse_duration(text)
-    if value >= _ONE_DAY:
-        raise ValueError("the delay of daily tags must be shorter than one day")
-    return value
-
-
-def _parse_positive_duration(text: str) -> _dt.timedelta:
-    value = parse_duration(text)
-    if value <= _dt.timedelta(0):
-        raise ValueError("the duration must be positive")
-    return value
-
-
-def _parse_num_retained(text: str) -> int:
-    stripped = text.strip()
-    if not re.fullmatch(r"[+-]?\d+", stripped):
-        raise ValueError("expected a whole number")
-    value = int(stripped)
-    if value < 1:
-        raise ValueError("at least 1 tag must be retained")
-    return value

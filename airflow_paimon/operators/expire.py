@@ -14,7 +14,8 @@ from airflow_paimon import arguments as args
 from airflow_paimon.format.errors import PaimonError
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import checkable
-from airflow_paimon.operators.tags import PaimonTableOperator, cleanup_summary, task_failure
+from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.tags import PaimonTableOperator, cleanup_summary
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -26,18 +26,18 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import pendulum
 from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from airflow_paimon import arguments as args
-from airflow_paimon import clock
 from airflow_paimon.assets import table_asset, table_asset_uri
-from airflow_paimon.format.errors import PaimonError, TagNotFoundError
-from airflow_paimon.format.period_tags import SKIPPED, WAIT, plan_period_tag
-from airflow_paimon.format.periods import Period, PeriodMismatchError, PeriodSpec
+from airflow_paimon.format import periodic_tags
+from airflow_paimon.format.errors import PaimonError, TagAlreadyExistsError, TagNotFoundError
+from airflow_paimon.format.period_tags import SKIPPED, WAIT
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import CheckedArguments, checkable
+from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.runs import plan_run
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -51,8 +51,6 @@ __all__ = [
     "PaimonTableOperator",
     "RollbackOperator",
     "cleanup_summary",
-    "period_of_run",
-    "run_period",
     "table_asset",
     "table_asset_uri",
 ]
@@ -60,37 +58,9 @@ __all__ = [
 DEFAULT_ASSET_ALIAS = "paimon_tags"
 """The asset alias CreateTagOperator emits its table's asset event through when no ``asset`` is given."""
 
-IF_EXISTS_MODES = ("verify", "replace", "fail")
-
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Pure helpers (no Airflow objects)
 # ---------------------------------------------------------------------------------------------------------
-
-
-def period_of_run(
-    spec: PeriodSpec,
-    data_interval_start: dt.datetime | None = None,
-    data_interval_end: dt.datetime | None = None,
-    logical_date: dt.datetime | None = None,
-    run_after: dt.datetime | None = None,
-) -> Period:
-    """The period an Airflow run tags.
-
-    A non-empty data interval is about the period containing its start. An empty one (``start == end``,
-    as cron schedules give in Airflow 3) is about the last whole period ending at or before it. A run without
-    a data interval (a manual run in Airflow 3 may have none) is about the last whole period ending at or
-    before its logical date, or its ``run_after`` when it has no logical date either.
-    """
-    if data_interval_start is not None and data_interval_end is not None:
-        return spec.period_for_interval(data_interval_start, data_interval_end)
-    reference = logical_date if logical_date is not None else run_after
-    if reference is None:
-        reference = data_interval_end if data_interval_end is not None else data_interval_start
-    if reference is None:
-        raise ValueError("the run has no data interval, logical date or run_after to find its period from")
-    return spec.last_period_ending_at_or_before(reference)
 
 
 def cleanup_summary(result: Any) -> dict[str, Any]:
@@ -116,52 +86,6 @@ def cleanup_summary(result: Any) -> dict[str, Any]:
     text = getattr(result, "summary", None)
     summary["summary"] = text() if callable(text) else None
     return summary
-
-
-def utc_iso(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return pendulum.instance(value).in_timezone("UTC").isoformat()
-
-
-def _snapshot_time(snapshot: Any) -> str:
-    return pendulum.from_timestamp(snapshot.time_millis / 1000, tz="UTC").isoformat()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Context helpers (Airflow run -> period)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def run_period(spec: PeriodSpec, context: Context) -> Period:
-    """:func:`period_of_run` for the run of a task's ``context``.
-
-    A run whose data interval is not one period of the table's calendar (a timetable that disagrees with the
-    table's tag options) fails at once, without retries: retrying cannot make the two agree."""
-    dag_run = context.get("dag_run")
-    try:
-        return period_of_run(
-            spec,
-            data_interval_start=context.get("data_interval_start"),
-            data_interval_end=context.get("data_interval_end"),
-            logical_date=context.get("logical_date"),
-            run_after=getattr(dag_run, "run_after", None),
-        )
-    except PeriodMismatchError as exc:
-        timetable = getattr(context.get("dag"), "timetable", None)
-        schedule = "the DAG's schedule"
-        if timetable is not None:
-            schedule += f" {timetable!r} ({getattr(timetable, 'description', None) or type(timetable).__name__})"
-        raise AirflowFailException(
-            f"{exc}. The run comes from {schedule}: schedule the DAG with "
-            f"TagPeriodTimetable(create_time={spec.create_time_text!r}, interval='{spec.interval_days}d', "
-            f"timezone={spec.timezone_name!r}), which matches the table's options"
-        ) from exc
-
-
-def task_failure(exc: Exception) -> AirflowFailException:
-    """A library error that no retry can fix: fail the task at once with the library's message."""
-    return AirflowFailException(f"{type(exc).__name__}: {exc}")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -284,7 +208,7 @@ class CreateTagOperator(PaimonTableOperator):
 
     def check_arguments(self, rendered: bool) -> None:
         super().check_arguments(rendered)
-        args.one_of(self.if_exists, "if_exists", IF_EXISTS_MODES)
+        args.one_of(self.if_exists, "if_exists", periodic_tags.IF_EXISTS_MODES)
         args.flag(self.expire_tags, "expire_tags")
         if checkable(self.tag_name, rendered):
             args.tag_name(self.tag_name)
@@ -310,7 +234,7 @@ class CreateTagOperator(PaimonTableOperator):
             return None
         if isinstance(value, bool) or not (isinstance(value, int) or str(value).strip().isdigit()):
             raise AirflowFailException(f"snapshot_id must be a whole number, not {value!r}")
-        return int(value)
+        return int(str(value).strip())
 
     def execute(self, context: Context) -> dict[str, Any]:
         table = self.get_table()
@@ -319,96 +243,74 @@ class CreateTagOperator(PaimonTableOperator):
         as_of = None if self._blank(self.as_of) else self.as_of
         time_retained = None if self._blank(self.time_retained) else self.time_retained
 
-        period: Period | None = None
-        due: dt.datetime | None = None
-        plan = None
+        tag_plan: periodic_tags.TagPlan | None = None
         if name is None:
             # The run's periodic tag: its name, and (unless a snapshot is given) its snapshot.
             try:
-                spec = PeriodSpec.from_options(table.options())
-                period = run_period(spec, context)
-                name = spec.tag_name(period)
-                due = spec.creation_instant(period)
-                if snapshot_id is None and as_of is None:
-                    plan = plan_period_tag(table, spec, period, clock.utcnow())
+                tag_plan = plan_run(table, context)
+                name = tag_plan.name
+                choice = None if snapshot_id is not None or as_of is not None else \
+                    periodic_tags.choose_snapshot(table, tag_plan)
             except (PaimonError, ValueError) as exc:
                 raise task_failure(exc) from exc
-            if plan is None:
-                self.log.info("Run period %s of %s: tag %r (%s)", period, table.identifier, name, spec.describe())
+            if choice is None:
+                self.log.info("Run period %s of %s: tag %r (%s)", tag_plan.period, table.identifier, name,
+                              tag_plan.spec.describe())
             else:
                 self.log.info(
                     "Run period %s of %s: tag %r, due at %s (%s): %s",
-                    period, table.identifier, name, plan.due.isoformat(), plan.rule, plan.message,
+                    tag_plan.period, table.identifier, name, choice.due.isoformat(), choice.rule, choice.message,
                 )
-                if plan.status == WAIT:
+                if choice.status == WAIT:
                     raise AirflowException(
-                        f"{plan.message}. Wait for it with a TagTimeSensor before this task, or schedule the DAG "
+                        f"{choice.message}. Wait for it with a TagTimeSensor before this task, or schedule the DAG "
                         "with TagPeriodTimetable"
                     )
-                if plan.status == SKIPPED:
-                    raise AirflowSkipException(plan.message)
-                snapshot_id = plan.snapshot.id
+                if choice.status == SKIPPED or choice.snapshot is None:
+                    raise AirflowSkipException(choice.message)
+                snapshot_id = choice.snapshot.id
 
-        tags = table.tags
         try:
-            existing = tags.get(name)
-        except TagNotFoundError:
-            existing = None
-        except PaimonError as exc:
-            raise task_failure(exc) from exc
-        if existing is not None and self.if_exists == "fail":
-            raise AirflowFailException(
-                f"tag {name!r} of {table.identifier} already exists (on snapshot {existing.snapshot.id}) "
-                f"and if_exists='fail'"
-            )
-        try:
-            tag = tags.create(
+            applied = periodic_tags.apply(
+                table,
                 name,
                 snapshot_id=snapshot_id,
                 as_of=as_of,
                 time_retained=time_retained,
-                replace=self.if_exists == "replace",
+                if_exists=self.if_exists,
+                expire_tags=bool(self.expire_tags),
             )
+        except TagAlreadyExistsError as exc:
+            if self.if_exists == "fail":
+                raise AirflowFailException(str(exc)) from exc
+            raise task_failure(exc) from exc
         except PaimonError as exc:
             raise task_failure(exc) from exc
-
-        if existing is None:
-            status = "created"
-        elif existing.snapshot.id == tag.snapshot.id:
-            status = "unchanged"
-        else:
-            status = "replaced"
+        tag = applied.tag
         self.log.info(
             "Tag %r of %s %s: snapshot %d committed at %s",
-            name, table.identifier, status, tag.snapshot.id, _snapshot_time(tag.snapshot),
+            name, table.identifier, applied.status, tag.snapshot.id, applied.snapshot_time,
         )
+        if applied.expiry_summary:
+            self.log.info("%s", applied.expiry_summary)
+        if name in applied.expired:
+            self.log.warning(
+                "Tag %r was expired right after it was created: the table keeps newer periodic tags "
+                "(tag.num-retained-max) or its retention has already run out",
+                name,
+            )
 
-        expired: list[str] = []
-        if self.expire_tags:
-            try:
-                cleanup = table.expire_tags()
-            except PaimonError as exc:
-                raise task_failure(exc) from exc
-            expired = list(cleanup.tags)
-            if expired:
-                self.log.info("%s", cleanup.summary())
-            if name in expired:
-                self.log.warning(
-                    "Tag %r was expired right after it was created: the table keeps newer periodic tags "
-                    "(tag.num-retained-max) or its retention has already run out",
-                    name,
-                )
-
+        period = tag_plan.period if tag_plan is not None else None
         result: dict[str, Any] = {
             "table": table.identifier,
             "tag": name,
             "snapshot_id": tag.snapshot.id,
-            "snapshot_time": _snapshot_time(tag.snapshot),
-            "status": status,
-            "period_start": utc_iso(period.start) if period is not None else None,
-            "period_end": utc_iso(period.end) if period is not None else None,
-            "due": utc_iso(due),
-            "expired_tags": expired,
+            "snapshot_time": applied.snapshot_time,
+            "status": applied.status,
+            "period_start": periodic_tags.iso_utc(period.start) if period is not None else None,
+            "period_end": periodic_tags.iso_utc(period.end) if period is not None else None,
+            "due": periodic_tags.iso_utc(tag_plan.due) if tag_plan is not None else None,
+            "expired_tags": list(applied.expired),
         }
         self._emit_asset_event(context, table, result)
         ti = context.get("ti")
@@ -433,12 +335,12 @@ class CreateTagOperator(PaimonTableOperator):
             "period_end": result["period_end"],
             "run_type": str(getattr(run_type, "value", run_type)) if run_type is not None else None,
         }
-        if self.asset is not None:
+        if isinstance(self.asset, Asset):
             outlet_events[self.asset].extra = extra
-            return
-        asset = table_asset(self.hook.warehouse, table.identifier)
-        outlet_events[self.asset_alias].add(asset, extra=extra)
-        self.log.info("Asset event for %s: %s", asset.name, extra)
+        elif isinstance(self.asset_alias, AssetAlias):  # no asset given: the table's, through the alias
+            asset = table_asset(self.hook.warehouse, table.identifier)
+            outlet_events[self.asset_alias].add(asset, extra=extra)
+            self.log.info("Asset event for %s: %s", asset.name, extra)
 
 
 class DeleteTagOperator(PaimonTableOperator):
@@ -468,7 +370,8 @@ class DeleteTagOperator(PaimonTableOperator):
         super().__init__(table=table, paimon_conn_id=paimon_conn_id, **kwargs)
         self.tag_name = tag_name
         self.ignore_missing = ignore_missing
-        self.dry_run = dry_run
+        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
+        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
@@ -480,12 +383,13 @@ class DeleteTagOperator(PaimonTableOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         table = self.get_table()
+        dry_run = args.flag(self.dry_run, "dry_run")
         try:
-            result = table.tags.delete(self.tag_name, dry_run=self.dry_run)
+            result = table.tags.delete(self.tag_name, dry_run=dry_run)
         except TagNotFoundError as exc:
             if self.ignore_missing:
                 self.log.info("Tag %r of %s does not exist; nothing to delete", self.tag_name, table.identifier)
-                return cleanup_summary(None) | {"operation": "delete-tag", "dry_run": self.dry_run}
+                return cleanup_summary(None) | {"operation": "delete-tag", "dry_run": dry_run}
             raise task_failure(exc) from exc
         except PaimonError as exc:
             raise task_failure(exc) from exc
@@ -538,7 +442,8 @@ class RollbackOperator(PaimonTableOperator):
         self.to_tag = to_tag
         self.to_snapshot = to_snapshot
         self.to_time = to_time
-        self.dry_run = dry_run
+        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
+        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:

@@ -22,11 +22,13 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_paimon import arguments as args
 from airflow_paimon import clock
+from airflow_paimon.format import periodic_tags
 from airflow_paimon.format.errors import PaimonError, TableNotFoundError
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import CheckedArguments, checkable
-from airflow_paimon.operators.tags import task_failure, utc_iso
-from airflow_paimon.triggers.tags import RUN_TIME_KEYS, TagExistsTrigger, TagTimeTrigger, period_plan, tag_info
+from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.runs import plan_run, run_times
+from airflow_paimon.triggers.tags import TagExistsTrigger, TagTimeTrigger, tag_info
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -36,14 +38,6 @@ __all__ = ["TagSensor", "TagTimeSensor"]
 
 def _default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
-
-
-def run_times(context: Context) -> dict[str, str | None]:
-    """The instants of the task's run that decide its period, as ISO strings (what a trigger can carry)."""
-    dag_run = context.get("dag_run")
-    values = {key: context.get(key) for key in RUN_TIME_KEYS if key != "run_after"}
-    values["run_after"] = getattr(dag_run, "run_after", None)
-    return {key: utc_iso(values.get(key)) for key in RUN_TIME_KEYS}
 
 
 class _PaimonSensor(CheckedArguments, BaseSensorOperator):
@@ -113,51 +107,54 @@ class TagTimeSensor(_PaimonSensor):
     ) -> None:
         super().__init__(table=table, paimon_conn_id=paimon_conn_id, deferrable=deferrable, **kwargs)
         self.wait_for_data = wait_for_data
-        self._plan: dict[str, Any] | None = None
+        self._plan: periodic_tags.TagPlan | None = None
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
         super().check_arguments(rendered)
         args.flag(self.wait_for_data, "wait_for_data")
 
-    def _period_plan(self, context: Context) -> dict[str, Any] | None:
-        """The run's tag, period and due instant (reads the table's options once per task try); None while the
-        table does not exist."""
+    def _period_plan(self, context: Context) -> periodic_tags.TagPlan | None:
+        """The run's tag, period and due instant (reads the table's options once per task try), seen at the
+        clock's now; None while the table does not exist."""
         if self._plan is None:
             try:
-                plan = period_plan(self.paimon_conn_id, self.table, run_times(context))
-            except (PaimonError, ValueError) as exc:
-                raise task_failure(exc) from exc
-            if plan is None:
+                table = self.hook.get_table(self.table)
+            except TableNotFoundError:
                 self.log.info("The table %s does not exist yet", self.table)
                 return None
+            except PaimonError as exc:
+                raise task_failure(exc) from exc
+            try:
+                plan = plan_run(table, context)
+            except (PaimonError, ValueError) as exc:
+                raise task_failure(exc) from exc
             self._plan = plan
+            shown = plan.to_dict()
             self.log.info(
                 "Tag %r of %s (period [%s, %s)) is due at %s%s",
-                plan["tag"], plan["table"], plan["period_start"], plan["period_end"], plan["due"],
+                plan.name, plan.table, shown["period_start"], shown["period_end"], shown["due"],
                 " once the period's data is complete" if self.wait_for_data else "",
             )
-        return self._plan
+            return plan
+        return self._plan.at()
 
-    def _data_complete(self, plan: dict[str, Any]) -> bool:
+    def _data_complete(self, plan: periodic_tags.TagPlan) -> bool:
         table = self.hook.get_table(self.table)
         latest = table.latest_snapshot()
-        end_ms = int(dt.datetime.fromisoformat(plan["period_end"]).timestamp() * 1000)
+        end_ms = int(plan.period.end.timestamp() * 1000)
         if latest is not None and latest.time_millis >= end_ms:
             return True
-        self.log.info("No snapshot of %s committed at or after %s yet", plan["table"], plan["period_end"])
+        self.log.info("No snapshot of %s committed at or after %s yet", plan.table, plan.to_dict()["period_end"])
         return False
-
-    def _due_passed(self, plan: dict[str, Any]) -> bool:
-        return clock.utcnow() >= dt.datetime.fromisoformat(plan["due"])
 
     def poke(self, context: Context) -> PokeReturnValue:
         plan = self._period_plan(context)
-        if plan is None or not self._due_passed(plan):
+        if plan is None or not plan.is_due:
             return PokeReturnValue(False)
         if self.wait_for_data and not self._data_complete(plan):
             return PokeReturnValue(False)
-        return PokeReturnValue(True, dict(plan))
+        return PokeReturnValue(True, plan.to_dict())
 
     def execute(self, context: Context) -> Any:
         self._plan = None
@@ -170,25 +167,25 @@ class TagTimeSensor(_PaimonSensor):
                     moment=None,
                     paimon_conn_id=self.paimon_conn_id,
                     table=self.table,
-                    run_times=run_times(context),
+                    run_times=run_times(context).to_iso(),
                     wait_for_data=self.wait_for_data,
                     poll_interval=self.poke_interval,
                 ),
                 method_name="execute_complete",
                 timeout=self._defer_timeout(),
             )
-        if self._due_passed(plan) and (not self.wait_for_data or self._data_complete(plan)):
-            return dict(plan)
+        if plan.is_due and (not self.wait_for_data or self._data_complete(plan)):
+            return plan.to_dict()
         self.defer(
             trigger=TagTimeTrigger(
-                moment=dt.datetime.fromisoformat(plan["due"]),
+                moment=plan.due,
                 paimon_conn_id=self.paimon_conn_id,
                 table=self.table,
-                data_after=dt.datetime.fromisoformat(plan["period_end"]) if self.wait_for_data else None,
+                data_after=plan.period.end if self.wait_for_data else None,
                 poll_interval=self.poke_interval,
             ),
             method_name="execute_complete",
-            kwargs={"plan": plan},
+            kwargs={"plan": plan.to_dict()},
             timeout=self._defer_timeout(),
         )
 
@@ -199,10 +196,11 @@ class TagTimeSensor(_PaimonSensor):
         if not plan:
             # Resumed without the kwargs given to defer() (dag.test() passes only the event): recompute.
             self._plan = None
-            plan = self._period_plan(context)
-            if plan is None:
+            recomputed = self._period_plan(context)
+            if recomputed is None:
                 raise AirflowException(f"the table {self.table} no longer exists")
-        self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), utc_iso(clock.utcnow()))
+            plan = recomputed.to_dict()
+        self.log.info("Tag %r is due (trigger fired at %s)", plan.get("tag"), periodic_tags.iso_utc(clock.utcnow()))
         return dict(plan)
 
 

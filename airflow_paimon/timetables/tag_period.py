@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.timetables.base import DagRunInfo, DataInterval, Timetable
 
-from airflow_paimon import clock
 from airflow_paimon.arguments import timezone as check_timezone
-from airflow_paimon.format.periods import Period, PeriodSpec, parse_duration, parse_timezone
+from airflow_paimon.format import periodic_tags
+from airflow_paimon.format.period_values import parse_create_time, parse_duration, parse_timezone
+from airflow_paimon.format.periods import Period, PeriodSpec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["TagPeriodTimetable"]
 
 _ONE_DAY = _dt.timedelta(days=1)
-
 
 
 def _interval_days(interval: str | int | _dt.timedelta) -> int:
@@ -84,7 +84,8 @@ class TagPeriodTimetable(Timetable):
     ) -> None:
         if isinstance(timezone, str):
             check_timezone(timezone, "timezone")
-        self._spec = PeriodSpec(interval_days=_interval_days(interval), create_time=create_time, timezone=timezone)
+        self._spec = PeriodSpec(interval_days=_interval_days(interval), create_time=parse_create_time(create_time),
+                                timezone=parse_timezone(timezone))
         self.description = self._describe()
 
     @classmethod
@@ -163,7 +164,7 @@ class TagPeriodTimetable(Timetable):
 
     def period_of(self, data_interval: DataInterval) -> Period:
         """The period of a run's data interval (``PeriodMismatchError`` when it is not one of this calendar)."""
-        return self._spec.period_for_interval(data_interval.start, data_interval.end)
+        return periodic_tags.period_of_run(self._spec, data_interval.start, data_interval.end)
 
     def _first_period_starting_at_or_after(self, instant: _dt.datetime) -> Period:
         period = self._spec.period_containing(instant)
@@ -172,7 +173,7 @@ class TagPeriodTimetable(Timetable):
         return period
 
     def infer_manual_data_interval(self, *, run_after: DateTime) -> DataInterval:
-        period = self._spec.last_period_ending_at_or_before(run_after)
+        period = periodic_tags.period_of_run(self._spec, run_after=run_after)
         return DataInterval(period.start.in_timezone("UTC"), period.end.in_timezone("UTC"))
 
     def next_dagrun_info(
@@ -194,7 +195,7 @@ class TagPeriodTimetable(Timetable):
             candidates.append(self._first_period_starting_at_or_after(restriction.earliest))
         if not restriction.catchup or not candidates:
             # Without catchup (or with nothing to start from) begin with the newest period already due.
-            candidates.append(spec.last_period_created_at_or_before(clock.utcnow()))
+            candidates.append(periodic_tags.latest_due_period(spec))
         period = max(candidates, key=lambda p: p.start)
         if restriction.latest is not None and period.start > restriction.latest:
             return None

@@ -19,18 +19,14 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_paimon import clock
 
-__all__ = ["RUN_TIME_KEYS", "TagExistsTrigger", "TagTimeTrigger", "period_plan"]
-
-RUN_TIME_KEYS = ("data_interval_start", "data_interval_end", "logical_date", "run_after")
-"""The instants of a run that decide which period it tags (ISO strings or None), as a trigger carries them."""
+__all__ = ["TagExistsTrigger", "TagTimeTrigger", "period_plan"]
 
 _MAX_SLEEP = 60.0
 """Sleep at most this long before reading the clock again (robust to clock changes and suspends)."""
 
 
-def _as_utc(value: dt.datetime | str, what: str) -> pendulum.DateTime:
-    if isinstance(value, str):
-        value = pendulum.parse(value)
+def _as_utc(given: dt.datetime | str, what: str) -> pendulum.DateTime:
+    value = pendulum.parse(given) if isinstance(given, str) else given
     if not isinstance(value, dt.datetime):
         raise TypeError(f"{what} must be a datetime, not {type(value).__name__}")
     if value.tzinfo is None:
@@ -54,31 +50,16 @@ def latest_snapshot_info(paimon_conn_id: str, table: str) -> tuple[int, int] | N
 
 def period_plan(paimon_conn_id: str, table: str, run_times: dict[str, str | None]) -> dict[str, Any] | None:
     """The run's periodic tag, its period and when it is due (``{"table", "tag", "period_start", "period_end",
-    "due"}``, ISO times), from the table's options; None while the table does not exist. Blocking: call it in
-    a thread."""
+    "due"}``, ISO times: ``periodic_tags.TagPlan.to_dict``), from the table's options; None while the table does
+    not exist. Blocking: call it in a thread."""
+    from airflow_paimon.format import periodic_tags
     from airflow_paimon.format.errors import TableNotFoundError
-    from airflow_paimon.format.periods import PeriodSpec
-    from airflow_paimon.operators.tags import period_of_run
 
     try:
         opened = _open_table(paimon_conn_id, table)
     except TableNotFoundError:
         return None
-    spec = PeriodSpec.from_options(opened.options())
-    times = {key: pendulum.parse(value) if value else None for key, value in run_times.items()}
-    period = period_of_run(spec, **{key: times.get(key) for key in RUN_TIME_KEYS})
-    due = spec.creation_instant(period)
-
-    def iso(value: dt.datetime) -> str:
-        return pendulum.instance(value).in_timezone("UTC").isoformat()
-
-    return {
-        "table": opened.identifier,
-        "tag": spec.tag_name(period),
-        "period_start": iso(period.start),
-        "period_end": iso(period.end),
-        "due": iso(due),
-    }
+    return periodic_tags.plan(opened, periodic_tags.RunTimes.from_iso(run_times)).to_dict()
 
 
 def tag_info(paimon_conn_id: str, table: str, tag_name: str) -> dict[str, Any] | None:
@@ -161,13 +142,19 @@ class TagTimeTrigger(BaseTrigger):
             },
         )
 
+    def _where(self) -> tuple[str, str]:
+        """The connection id and table, which the constructor requires whenever the trigger looks at the table."""
+        if not (self.paimon_conn_id and self.table):
+            raise ValueError("waiting for data or for the table needs paimon_conn_id and table")
+        return self.paimon_conn_id, self.table
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         moment, data_after, plan = self.moment, self.data_after, None
         if moment is None:
             self.log.info("Waiting for the table %s to exist", self.table)
             while plan is None:
                 try:
-                    plan = await asyncio.to_thread(period_plan, self.paimon_conn_id, self.table, self.run_times)
+                    plan = await asyncio.to_thread(period_plan, *self._where(), self.run_times or {})
                 except Exception as exc:
                     yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                     return
@@ -185,7 +172,7 @@ class TagTimeTrigger(BaseTrigger):
             self.log.info("Waiting for a snapshot of %s committed at or after %s", self.table, data_after)
             while True:
                 try:
-                    latest = await asyncio.to_thread(latest_snapshot_info, self.paimon_conn_id, self.table)
+                    latest = await asyncio.to_thread(latest_snapshot_info, *self._where())
                 except Exception as exc:
                     yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                     return

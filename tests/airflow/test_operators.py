@@ -12,14 +12,12 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
 from airflow_paimon.assets import paimon_table_asset, table_asset_uri
-from airflow_paimon.format.periods import PeriodMismatchError, PeriodSpec
 from airflow_paimon.operators import (
     CreateTagOperator,
     DeleteTagOperator,
     ExpireSnapshotsOperator,
     RollbackOperator,
 )
-from airflow_paimon.operators.tags import period_of_run
 from tests.e2e.tables import commit_at, create_table
 
 pytestmark = pytest.mark.airflow
@@ -73,50 +71,6 @@ def table(warehouse):
         "s5": commit_at(t, utc(2026, 11, 13, 1), 5),
     }
     return t
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Which period a run tags
-# ---------------------------------------------------------------------------------------------------------
-
-
-def test_period_of_a_daily_cron_run_is_the_day_before():
-    spec = PeriodSpec(create_time="02:30")
-    at = utc(2026, 11, 12)
-    period = period_of_run(spec, at, at, at, at)
-    assert spec.tag_name(period) == "2026-11-11"
-    assert (period.start, period.end) == (utc(2026, 11, 11), utc(2026, 11, 12))
-    assert spec.creation_instant(period) == utc(2026, 11, 12, 2, 30)
-
-
-def test_period_of_a_run_with_a_data_interval_is_that_period():
-    spec = PeriodSpec()
-    assert spec.tag_name(period_of_run(spec, utc(2026, 11, 11), utc(2026, 11, 12))) == "2026-11-11"
-    two_days = PeriodSpec(interval_days=2)
-    # 2026-11-11 is day 20403 after the epoch: its 2-day period starts on 2026-11-11.
-    assert two_days.tag_name(period_of_run(two_days, utc(2026, 11, 11), utc(2026, 11, 13))) == "2026-11-11"
-
-
-@pytest.mark.parametrize(
-    ("start", "end"),
-    [
-        (utc(2026, 11, 12, 6), utc(2026, 11, 13, 6)),  # inside one 2-day period, but not the whole of it
-        (utc(2026, 11, 11), utc(2026, 11, 12)),  # the first day of a 2-day period only
-        (utc(2026, 11, 12), utc(2026, 11, 14)),  # two days, across two periods
-    ],
-)
-def test_a_data_interval_that_is_not_a_period_of_the_table_is_refused(start, end):
-    two_days = PeriodSpec(interval_days=2)
-    with pytest.raises(PeriodMismatchError, match=r"not one period of the table's calendar \(one tag every 2 days"):
-        period_of_run(two_days, start, end)
-
-
-def test_period_of_a_run_without_data_interval_uses_logical_date_then_run_after():
-    spec = PeriodSpec()
-    assert spec.tag_name(period_of_run(spec, logical_date=utc(2026, 11, 12, 5))) == "2026-11-11"
-    assert spec.tag_name(period_of_run(spec, run_after=utc(2026, 11, 14, 0, 0, 1))) == "2026-11-13"
-    with pytest.raises(ValueError, match="no data interval"):
-        period_of_run(spec)
 
 
 def test_table_asset_uri():

@@ -10,8 +10,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.periods import PeriodSpec
-from airflow_paimon.operators.tags import run_period
+from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.timetables import TagPeriodTimetable
 from tests.e2e.tables import commit_at, connection_json, create_table
 
@@ -41,8 +40,8 @@ DAG_FILE = textwrap.dedent(
 )
 
 
-def test_run_period_names_both_calendars():
-    spec = PeriodSpec()  # 1d, 00:00, UTC
+def test_run_period_names_both_calendars(tmp_path):
+    table = create_table(str(tmp_path / "wh"), "db.t")  # daily tags at 00:00 UTC
     timetable = TagPeriodTimetable(create_time="02:30", interval="2d", timezone=BERLIN)
     start = pendulum.datetime(2026, 10, 26, tz=BERLIN)
     context = {
@@ -53,7 +52,7 @@ def test_run_period_names_both_calendars():
         "dag": types.SimpleNamespace(timetable=timetable),
     }
     with pytest.raises(AirflowFailException) as failure:
-        run_period(spec, context)
+        plan_run(table, context)
     message = str(failure.value)
     assert "[2026-10-26T00:00:00+00:00, 2026-10-28T00:00:00+00:00)" not in message  # shown in the table's zone
     assert "the data interval [2026-10-25T23:00:00+00:00, 2026-10-27T23:00:00+00:00)" in message

@@ -11,10 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_paimon.format.errors import InvalidOptionError
-from airflow_paimon.format.periods import (
-    EPOCH,
-    Period,
-    PeriodSpec,
+from airflow_paimon.format.period_values import (
     format_duration,
     parse_create_time,
     parse_duration,
@@ -22,6 +19,7 @@ from airflow_paimon.format.periods import (
     parse_timezone,
     timezone_name,
 )
+from airflow_paimon.format.periods import EPOCH, Period, PeriodSpec
 
 UTC = pendulum.UTC
 BERLIN = "Europe/Berlin"
