@@ -9,6 +9,8 @@ Two rules, picked by the table's options:
   ``TagAutoCreation`` tags (the first one at or after the period's end + ``tag.creation-delay``, by commit
   time or watermark; idle periods get no tag), replayed from the table's history (``auto_tags.py``), so a
   table Flink also tags gets the same tags on the same snapshots.
+
+``periodic_tags.choose_snapshot`` asks this module for the snapshot of a planned tag.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ Tables that Paimon already tags automatically (``tag.automatic-creation`` = ``pr
 tags are due at midnight + ``tag.creation-delay``, named exactly as Paimon names them. Which snapshot such a
 tag goes on is Paimon's rule, not the one above (``auto_tags.py``, ``period_tags.py``).
 
-Pure Python on pendulum and the standard library: no Airflow, no Spark.
+The option values are read by ``period_values.py`` and the table's options by ``period_options.py``; the use case
+built on this calendar (plan a run's tag, apply it) is ``periodic_tags.py``. Pure Python on pendulum and the
+standard library: no Airflow, no Spark.
 """
 
 from __future__ import annotations

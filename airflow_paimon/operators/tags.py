@@ -16,7 +16,10 @@ Paimon's ``tag.automatic-creation`` options) give its calendar. The run covers
 The tag is named after the period's first day and points at the latest snapshot committed at or before the
 period's creation instant (period end + ``tag.create-time``), so a backfill tags what a live run would have. On
 a table Paimon auto-tags (``tag.automatic-creation``) it follows Paimon's rule instead (see
-``airflow_paimon.format.period_tags``): Paimon's tag is accepted, an idle period is skipped.
+``airflow_paimon.format.period_tags``): Paimon's tag is accepted, an idle period is skipped. These rules are the
+library's use case ``airflow_paimon.format.periodic_tags`` (plan, choose the snapshot, apply); the operator maps
+its answers onto Airflow: waiting is a retryable failure, an idle period a skip, a library error a failure
+without retries.
 """
 
 from __future__ import annotations
