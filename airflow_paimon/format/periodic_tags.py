@@ -41,6 +41,7 @@ __all__ = [
     "TagPlan",
     "apply",
     "choose_snapshot",
+    "data_snapshot",
     "iso_utc",
     "latest_due_period",
     "period_of_run",
@@ -165,6 +166,17 @@ def choose_snapshot(table: Table, tag_plan: TagPlan) -> PeriodTagPlan:
     ``skipped`` (Paimon's rule makes no tag for an idle period). Raises ``SnapshotNotFoundError`` when that
     snapshot has expired, never a guess."""
     return plan_period_tag(table, tag_plan.spec, tag_plan.period, tag_plan.now)
+
+
+def data_snapshot(table: Table, period_end: _dt.datetime) -> int | None:
+    """The id of the table's latest snapshot when it was committed at or after ``period_end``, else None.
+
+    A snapshot that late means the writers have moved past the period, so its data is complete: sensors that wait
+    for the data as well as for the due instant ask this."""
+    latest = table.latest_snapshot()
+    if latest is None or latest.time_millis < int(period_end.timestamp() * 1000):
+        return None
+    return latest.id
 
 
 @dataclass(frozen=True)

@@ -140,10 +140,7 @@ class TagTimeSensor(_PaimonSensor):
         return self._plan.at()
 
     def _data_complete(self, plan: periodic_tags.TagPlan) -> bool:
-        table = self.hook.get_table(self.table)
-        latest = table.latest_snapshot()
-        end_ms = int(plan.period.end.timestamp() * 1000)
-        if latest is not None and latest.time_millis >= end_ms:
+        if periodic_tags.data_snapshot(self.hook.get_table(self.table), plan.period.end) is not None:
             return True
         self.log.info("No snapshot of %s committed at or after %s yet", plan.table, plan.to_dict()["period_end"])
         return False

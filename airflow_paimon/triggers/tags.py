@@ -40,12 +40,12 @@ def _open_table(paimon_conn_id: str, table: str) -> Any:
     return PaimonHook(paimon_conn_id=paimon_conn_id).get_table(table)
 
 
-def latest_snapshot_info(paimon_conn_id: str, table: str) -> tuple[int, int] | None:
-    """``(id, time_millis)`` of the table's latest snapshot, or None. Blocking: call it in a thread."""
-    snapshot = _open_table(paimon_conn_id, table).latest_snapshot()
-    if snapshot is None:
-        return None
-    return snapshot.id, snapshot.time_millis
+def data_snapshot(paimon_conn_id: str, table: str, period_end: dt.datetime) -> int | None:
+    """``periodic_tags.data_snapshot``: the latest snapshot's id once one was committed at or after
+    ``period_end``, else None. Blocking: call it in a thread."""
+    from airflow_paimon.format import periodic_tags
+
+    return periodic_tags.data_snapshot(_open_table(paimon_conn_id, table), period_end)
 
 
 def period_plan(paimon_conn_id: str, table: str, run_times: dict[str, str | None]) -> dict[str, Any] | None:
@@ -168,16 +168,14 @@ class TagTimeTrigger(BaseTrigger):
         await _sleep_until(moment)
         snapshot_id = None
         if data_after is not None:
-            want = int(data_after.timestamp() * 1000)
             self.log.info("Waiting for a snapshot of %s committed at or after %s", self.table, data_after)
             while True:
                 try:
-                    latest = await asyncio.to_thread(latest_snapshot_info, *self._where())
+                    snapshot_id = await asyncio.to_thread(data_snapshot, *self._where(), data_after)
                 except Exception as exc:
                     yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                     return
-                if latest is not None and latest[1] >= want:
-                    snapshot_id = latest[0]
+                if snapshot_id is not None:
                     break
                 await asyncio.sleep(self.poll_interval)
         payload: dict[str, Any] = {"status": "success", "moment": moment.isoformat(), "snapshot_id": snapshot_id}

@@ -136,6 +136,13 @@ def test_choose_snapshot_waits_until_due_then_takes_the_latest_at_the_due_instan
     assert (ready.status, ready.snapshot.id) == ("ready", 3)  # s4 came 1 ms after the due instant
 
 
+def test_data_snapshot_is_the_latest_once_it_was_committed_at_or_after_the_period_end(table, tmp_path):
+    assert periodic_tags.data_snapshot(table, utc(2026, 11, 13, 1)) == 5  # committed exactly then
+    assert periodic_tags.data_snapshot(table, utc(2026, 11, 13, 1, 0, 0, 1000)) is None
+    empty = create_table(str(tmp_path / "wh2"), "db.empty")
+    assert periodic_tags.data_snapshot(empty, utc(2026, 11, 13)) is None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # apply
 # ---------------------------------------------------------------------------------------------------------
