@@ -44,8 +44,9 @@ from .period_options import (
     OPT_PERIOD_FORMATTER,
     OPT_PROCESS_TIME_ZONE,
     OPT_WATERMARK_TIME_ZONE,
+    OptionReader,
 )
-from .period_values import parse_duration, parse_timezone, timezone_name
+from .period_values import parse_duration, parse_num_retained, parse_timezone, timezone_name
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -135,19 +136,12 @@ class AutoTagRule:
         def bad(key: str, why: str) -> InvalidOptionError:
             return InvalidOptionError(f"invalid value for table option '{key}': {opts.get(key)!r}: {why}")
 
-        def duration(key: str, default: str | None) -> _dt.timedelta | None:
-            raw = opts.get(key, default)
-            if raw is None:
-                return None
-            try:
-                return parse_duration(raw)
-            except ValueError as exc:
-                raise bad(key, str(exc)) from None
+        read = OptionReader(opts).read
 
         formatter = opts.get(OPT_PERIOD_FORMATTER, "with_dashes").strip().lower()
         if formatter not in _FORMATTERS:
             raise bad(OPT_PERIOD_FORMATTER, f"expected one of {', '.join(_FORMATTERS)}")
-        custom = duration(OPT_CREATION_PERIOD_DURATION, None)
+        custom = read(OPT_CREATION_PERIOD_DURATION, parse_duration)
         if custom is not None:
             if custom <= _dt.timedelta(0) or custom % _dt.timedelta(milliseconds=1):
                 raise bad(OPT_CREATION_PERIOD_DURATION, "the period must be a positive whole number of milliseconds")
@@ -157,22 +151,14 @@ class AutoTagRule:
             if period_name not in _PERIODS:
                 raise bad(OPT_CREATION_PERIOD, f"expected one of {', '.join(_PERIODS)}")
             period = _PERIODS[period_name]
-        delay = duration(OPT_CREATION_DELAY, None) or _dt.timedelta(0)
+        delay = read(OPT_CREATION_DELAY, parse_duration) or _dt.timedelta(0)
         if delay >= period:
             # TagPeriodHandler.validateDelay: one period must be longer than the delay.
             raise bad(OPT_CREATION_DELAY, f"the delay must be shorter than one period ({period})")
         zone_key = OPT_WATERMARK_TIME_ZONE if mode == "watermark" else OPT_PROCESS_TIME_ZONE
-        try:
-            zone = parse_timezone(opts.get(zone_key))
-        except ValueError as exc:
-            raise bad(zone_key, str(exc)) from None
-        retained_max = None
-        if OPT_NUM_RETAINED_MAX in opts:
-            text = opts[OPT_NUM_RETAINED_MAX].strip()
-            if not re.fullmatch(r"[+-]?\d+", text) or int(text) < 1:
-                raise bad(OPT_NUM_RETAINED_MAX, "expected a whole number of at least 1")
-            retained_max = int(text)
-        retained = duration(OPT_DEFAULT_TIME_RETAINED, None)
+        zone = read(zone_key, parse_timezone) or parse_timezone(None)
+        retained_max = read(OPT_NUM_RETAINED_MAX, parse_num_retained)
+        retained = read(OPT_DEFAULT_TIME_RETAINED, parse_duration)
         completion = opts.get(OPT_AUTOMATIC_COMPLETION, "false").strip().lower()
         if completion not in ("true", "false"):
             raise bad(OPT_AUTOMATIC_COMPLETION, "expected true or false")

@@ -39,6 +39,7 @@ __all__ = [
     "OPT_PERIOD_FORMATTER",
     "OPT_PROCESS_TIME_ZONE",
     "OPT_WATERMARK_TIME_ZONE",
+    "OptionReader",
     "spec_fields_from_options",
 ]
 
@@ -57,7 +58,7 @@ OPT_CREATION_PERIOD_DURATION = "tag.creation-period-duration"
 _T = TypeVar("_T")
 
 
-class _OptionReader:
+class OptionReader:
     """Reads single options, turning a parser's ``ValueError`` into an error naming the option and its value."""
 
     def __init__(self, options: Mapping[str, Any]) -> None:
@@ -83,7 +84,7 @@ def spec_fields_from_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """The ``PeriodSpec`` fields a table's options give (see ``PeriodSpec.from_options``).
 
     Raises ``InvalidOptionError`` naming the option and the value for every invalid or contradicting one."""
-    reader = _OptionReader(options)
+    reader = OptionReader(options)
     get, read = reader.get, reader.read
 
     mode_raw = get(OPT_AUTOMATIC_CREATION)
