@@ -77,7 +77,8 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self.older_than = older_than
         self.max_deletes = max_deletes
         self.expire_tags = expire_tags
-        self.dry_run = dry_run
+        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
+        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
         self.check_arguments_at_parse_time()
 
     def _count(self, name: str, rendered: bool = True) -> int | None:
@@ -105,16 +106,17 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         retain_min, retain_max = self._count("retain_min"), self._count("retain_max")
         max_deletes = self._count("max_deletes")
         older_than = self._older_than()
+        dry_run = args.flag(self.dry_run, "dry_run")
         table = self.get_table()
         try:
-            tags = cleanup_summary(table.expire_tags(dry_run=self.dry_run)) if self.expire_tags else None
+            tags = cleanup_summary(table.expire_tags(dry_run=dry_run)) if self.expire_tags else None
             snapshots = cleanup_summary(
                 table.expire_snapshots(
                     retain_min=retain_min,
                     retain_max=retain_max,
                     older_than=older_than,
                     max_deletes=max_deletes,
-                    dry_run=self.dry_run,
+                    dry_run=dry_run,
                 )
             )
         except PaimonError as exc:
@@ -123,7 +125,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         parts = [p for p in (tags, snapshots) if p is not None]
         result: dict[str, Any] = {
             "table": table.identifier,
-            "dry_run": self.dry_run,
+            "dry_run": dry_run,
             "snapshots_expired": len(snapshots["snapshots"]),
             "tags_expired": len(tags["tags"]) if tags is not None else 0,
             "files_freed": sum(p["files_freed"] for p in parts),
@@ -131,7 +133,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
             "snapshots": snapshots,
             "tags": tags,
         }
-        verb = "would free" if self.dry_run else "freed"
+        verb = "would free" if dry_run else "freed"
         result["summary"] = (
             f"{table.identifier}: {result['snapshots_expired']} snapshot(s) and {result['tags_expired']} tag(s) "
             f"expired; {verb} {result['files_freed']} file(s), {result['bytes_freed']} bytes"
