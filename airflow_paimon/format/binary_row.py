@@ -181,12 +181,27 @@ def epoch_nanos(value: Any, unit: str) -> int:
     return (nanos // per_unit) * per_unit
 
 
+def _unit(t: pa.DataType) -> str:
+    """The unit of a TIME or TIMESTAMP field (`field_kind` has chosen its layout from it)."""
+    if pa.types.is_timestamp(t) or pa.types.is_time(t):
+        unit: str = t.unit   # the stubs leave the unit's type parameter open
+        return unit
+    raise TypeError(f"Arrow type {t} is neither a time nor a timestamp")
+
+
+def _decimal_digits(t: pa.DataType) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL field."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    raise TypeError(f"Arrow type {t} is not a decimal")
+
+
 def _time_millis(value: Any, t: pa.DataType) -> int:
     """Millisecond of the day; Paimon stores TIME as an int of millis whatever its precision."""
     if isinstance(value, _dt.time):
         return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
     if isinstance(value, int) and not isinstance(value, bool):
-        return value * _NANOS_PER_UNIT[t.unit] // 1_000_000
+        return value * _NANOS_PER_UNIT[_unit(t)] // 1_000_000
     raise TypeError(f"expected a datetime.time for a time field, got {type(value).__name__}")
 
 
@@ -266,16 +281,16 @@ def serialize_row(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
         elif kind is FieldKind.TIME:
             struct.pack_into("<i", fixed, slot_at, _time_millis(value, t))
         elif kind is FieldKind.TIMESTAMP:
-            struct.pack_into("<q", fixed, slot_at, epoch_nanos(value, t.unit) // 1_000_000)
+            struct.pack_into("<q", fixed, slot_at, epoch_nanos(value, _unit(t)) // 1_000_000)
         elif kind is FieldKind.TIMESTAMP_WIDE:
-            millis, nano_of_milli = divmod(epoch_nanos(value, t.unit), 1_000_000)
+            millis, nano_of_milli = divmod(epoch_nanos(value, _unit(t)), 1_000_000)
             struct.pack_into("<Q", fixed, slot_at, (cursor << 32) | nano_of_milli)
             var += struct.pack("<q", millis)
             cursor += 8
         elif kind is FieldKind.DECIMAL:
-            struct.pack_into("<q", fixed, slot_at, _unscaled(value, t.precision, t.scale))
+            struct.pack_into("<q", fixed, slot_at, _unscaled(value, *_decimal_digits(t)))
         elif kind is FieldKind.DECIMAL_WIDE:
-            data = unscaled_to_bytes(_unscaled(value, t.precision, t.scale))
+            data = unscaled_to_bytes(_unscaled(value, *_decimal_digits(t)))
             struct.pack_into("<Q", fixed, slot_at, (cursor << 32) | len(data))
             var += data + bytes(WIDE_DECIMAL_BYTES - len(data))
             cursor += WIDE_DECIMAL_BYTES
@@ -295,6 +310,8 @@ def serialize_row(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
 
 def _timestamp_value(total_nanos: int, t: pa.DataType) -> Any:
     """A datetime (aware, UTC, for a zoned type), or a pandas Timestamp for 'ns' as Arrow itself gives."""
+    if not pa.types.is_timestamp(t):
+        raise TypeError(f"Arrow type {t} is not a timestamp")
     tz = _dt.timezone.utc if t.tz is not None else None
     if t.unit == "ns":
         try:
@@ -358,11 +375,12 @@ def deserialize_row(data: bytes, types: Sequence[pa.DataType]) -> list[Any]:
             (millis,) = struct.unpack_from("<q", row, slot >> 32)
             out.append(_timestamp_value(millis * 1_000_000 + (slot & 0xFFFFFFFF), t))
         elif kind is FieldKind.DECIMAL:
-            out.append(_decimal_value(struct.unpack_from("<q", row, slot_at)[0], t.scale))
+            out.append(_decimal_value(struct.unpack_from("<q", row, slot_at)[0], _decimal_digits(t)[1]))
         elif kind is FieldKind.DECIMAL_WIDE:
             (slot,) = struct.unpack_from("<Q", row, slot_at)
             start, size = slot >> 32, slot & 0xFFFFFFFF
-            out.append(_decimal_value(int.from_bytes(row[start : start + size], "big", signed=True), t.scale))
+            unscaled = int.from_bytes(row[start : start + size], "big", signed=True)
+            out.append(_decimal_value(unscaled, _decimal_digits(t)[1]))
         else:  # STRING / BINARY
             (slot,) = struct.unpack_from("<Q", row, slot_at)
             if slot & _INLINE_MARK:

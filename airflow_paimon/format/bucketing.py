@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from airflow_paimon.format.binary_row import (
@@ -126,19 +127,24 @@ def _murmur_rows(words: np.ndarray, nbytes: int, seed: int = SEED) -> np.ndarray
 
 
 @dataclass
+class _VariablePart:
+    lengths: np.ndarray  # int64 bytes per row in the variable part (multiples of 8)
+    used: np.ndarray  # bool: rows whose slot points into the variable part
+    # write(flat_words, dest_word_per_row): put this column's variable-part words in place
+    write: Callable[[np.ndarray, np.ndarray], None]
+
+
+@dataclass
 class _Encoded:
     slot: np.ndarray  # uint64 per row; for variable-part rows the low 32 bits (length / nanos)
     nulls: np.ndarray | None  # bool per row, None when the column has no nulls
-    var_len: np.ndarray | None = None  # int64 bytes per row in the variable part (multiples of 8)
-    uses_var: np.ndarray | None = None  # bool: rows whose slot points into the variable part
-    # write_var(flat_words, dest_word_per_row): put this column's variable-part words in place
-    write_var: Callable[[np.ndarray, np.ndarray], None] | None = None
+    var: _VariablePart | None = None  # None when no row of the column uses the variable part
 
 
 def _normalise(arr: pa.Array) -> pa.Array:
     """Bring an array to a layout the encoders read directly (plain offsets, 128-bit decimals)."""
     t = arr.type
-    if pa.types.is_dictionary(t):
+    if isinstance(arr, pa.DictionaryArray):
         return _normalise(arr.dictionary_decode())
     if pa.types.is_string_view(t):
         return arr.cast(pa.large_string())
@@ -149,11 +155,18 @@ def _normalise(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _fixed_values(arr: pa.Array, dtype: np.dtype, per_row: int = 1) -> np.ndarray:
+def _view(buffer: pa.Buffer | None) -> memoryview:
+    """A zero-copy view of an Arrow buffer; numpy's stubs only take pa.Buffer itself from Python 3.12 on."""
+    if buffer is None:
+        raise ValueError("the Arrow array has no buffer where its values should be")
+    return memoryview(buffer)
+
+
+def _fixed_values(arr: pa.Array, dtype: npt.DTypeLike, per_row: int = 1) -> np.ndarray:
     """The value buffer of a fixed-width array as numpy (read-only view), `per_row` items per row."""
     start = arr.offset * per_row
     count = start + len(arr) * per_row
-    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=count)[start:]
+    return np.frombuffer(_view(arr.buffers()[1]), dtype=dtype, count=count)[start:]
 
 
 def _zero_nulls(values: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
@@ -224,9 +237,8 @@ def _encode_wide_timestamp(arr: pa.Array, nulls: np.ndarray | None) -> _Encoded:
     def write(flat: np.ndarray, dest: np.ndarray) -> None:
         flat[dest] = millis.view(_U64)
 
-    return _Encoded(
-        nanos.astype(_U64), nulls, np.full(n, 8, dtype=np.int64), np.ones(n, dtype=bool), write
-    )
+    return _Encoded(nanos.astype(_U64), nulls,
+                    _VariablePart(np.full(n, 8, dtype=np.int64), np.ones(n, dtype=bool), write))
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
@@ -269,22 +281,17 @@ def _encode_wide_decimal(arr: pa.Array, nulls: np.ndarray | None, n: int) -> _En
         flat[dest] = first
         flat[dest + 1] = second
 
-    return _Encoded(
-        size.astype(_U64),
-        nulls,
-        np.full(n, WIDE_DECIMAL_BYTES, dtype=np.int64),
-        np.ones(n, dtype=bool),
-        write,
-    )
+    return _Encoded(size.astype(_U64), nulls,
+                    _VariablePart(np.full(n, WIDE_DECIMAL_BYTES, dtype=np.int64), np.ones(n, dtype=bool), write))
 
 
 def _encode_bytes(arr: pa.Array, nulls: np.ndarray | None, n: int) -> _Encoded:
     """Strings and binaries: up to 7 bytes inline in the slot, longer in the variable part."""
     large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
     buffers = arr.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32, count=arr.offset + n + 1)
+    offsets = np.frombuffer(_view(buffers[1]), dtype=np.int64 if large else np.int32, count=arr.offset + n + 1)
     offsets = offsets[arr.offset :].astype(np.int64)
-    raw = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.empty(0, np.uint8)
+    raw = np.frombuffer(_view(buffers[2]), dtype=np.uint8) if buffers[2] is not None else np.empty(0, np.uint8)
     # The values' bytes, with 8 zero bytes after the last so every 8-byte read stays in bounds.
     size = int(offsets[-1] - offsets[0])
     data = np.zeros(size + 8 + (-size) % 8, dtype=np.uint8)
@@ -331,7 +338,7 @@ def _encode_bytes(arr: pa.Array, nulls: np.ndarray | None, n: int) -> _Encoded:
             more = np.flatnonzero(remaining > 8)
             src, dst, remaining = src[more] + 8, dst[more] + 1, remaining[more] - 8
 
-    return _Encoded(slot, nulls, var_len.astype(np.int64), long_rows, write)
+    return _Encoded(slot, nulls, _VariablePart(var_len.astype(np.int64), long_rows, write))
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,16 +358,15 @@ def _hash_batch(batch: pa.RecordBatch) -> np.ndarray:
     row_len = np.full(n, fixed_words * 8, dtype=np.int64)
     var_offset: dict[int, np.ndarray] = {}
     for j, col in enumerate(columns):
-        if col.var_len is None:
+        if col.var is None:
             continue
         var_offset[j] = row_len.copy()
-        row_len += col.var_len
+        row_len += col.var.lengths
         shifted = var_offset[j].astype(_U64) << _U64(32)
-        col.slot = col.slot | np.where(col.uses_var, shifted, _U64(0))
+        col.slot = col.slot | np.where(col.var.used, shifted, _U64(0))
 
     uniform = not var_offset or row_len.min() == row_len.max()
     if uniform:
-        order = None
         width = int(row_len[0]) // 8
         start_word = np.arange(n, dtype=np.int64) * width
     else:
@@ -393,8 +399,8 @@ def _hash_batch(batch: pa.RecordBatch) -> np.ndarray:
             put(w, bits)
     for j, col in enumerate(columns):
         put(null_words + j, col.slot)
-        if col.write_var is not None:
-            col.write_var(flat, start_word + var_offset[j] // 8)
+        if col.var is not None:
+            col.var.write(flat, start_word + var_offset[j] // 8)
 
     if uniform:
         return _murmur_rows(flat.view(np.uint32).reshape(n, 2 * width), 8 * width)

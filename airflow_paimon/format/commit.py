@@ -10,12 +10,16 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Final, Sequence
 
 from .errors import CommitConflictError, SnapshotNotFoundError
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+
+if TYPE_CHECKING:
+    from .table import Table
 
 MANIFEST_MERGE_MIN_COUNT = 30
 MANIFEST_TARGET_ENTRIES = 20_000
@@ -78,7 +82,7 @@ class CommitId:
         return cls(user, int(identifier)) if user is not None and identifier is not None else None
 
 
-def find_commit(table: Any, commit_id: CommitId) -> Snapshot | None:
+def find_commit(table: Table, commit_id: CommitId) -> Snapshot | None:
     """The snapshot holding this commit, if it landed and is still known: the one exactly-once lookup.
 
     Retained snapshots are searched first, newest first; then tags, which copy the snapshot they name (with its
@@ -102,7 +106,12 @@ def find_commit(table: Any, commit_id: CommitId) -> Snapshot | None:
     return None
 
 
-LATEST: Any = object()   # `base` of a transaction that starts from the table's latest snapshot
+class Latest(Enum):
+    """The `base` of a transaction that starts from the table's latest snapshot, read when first needed."""
+    SNAPSHOT = "latest"
+
+
+LATEST: Final = Latest.SNAPSHOT
 
 
 class Transaction:
@@ -114,8 +123,9 @@ class Transaction:
     on the new latest snapshot; a commit that cannot land deletes the data files it added.
     """
 
-    def __init__(self, table: Any, *, commit_id: CommitId | None = None, kind: str = "APPEND",
-                 properties: dict[str, str] | None = None, base: Any = LATEST, commit_user: str | None = None):
+    def __init__(self, table: Table, *, commit_id: CommitId | None = None, kind: str = "APPEND",
+                 properties: dict[str, str] | None = None, base: Snapshot | Latest | None = LATEST,
+                 commit_user: str | None = None):
         """`base`: a snapshot, None (the empty table) or LATEST (read when first needed). `commit_user` names the
         writer of a commit without an id (default: the table's per-process user); such a commit is not
         exactly-once."""
@@ -144,11 +154,11 @@ class Transaction:
     def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
         """Commit `messages` as one snapshot; returns it, the earlier snapshot holding the same commit, or None
         when there is nothing to commit."""
-        exactly_once = self.commit_id is not None
-        if exactly_once:
+        commit_id = self.commit_id
+        if commit_id is not None:
             # Looked up again, not the cached answer: the changes may have taken long, and a retried attempt of
             # the same task may have landed meanwhile.
-            existing = find_commit(self.table, self.commit_id)
+            existing = find_commit(self.table, commit_id)
             if existing is not None:
                 return existing
         entries = [e for m in messages for e in m.entries()]
@@ -159,7 +169,7 @@ class Transaction:
             return self._commit_entries(entries, base_id)
         except CommitConflictError as e:
             # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
-            landed = find_commit(self.table, self.commit_id) if exactly_once else None
+            landed = find_commit(self.table, commit_id) if commit_id is not None else None
             if landed is not None:
                 return landed
             deleted = self.delete_new_files(messages)

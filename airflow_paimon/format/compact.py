@@ -194,7 +194,7 @@ def _same(actual: Any, given: Any, arrow_type: pa.DataType) -> bool:
     if actual is None or given is None:
         return actual is None and given is None
     try:
-        return pa.scalar(given).cast(arrow_type).as_py() == actual
+        return bool(pa.scalar(given).cast(arrow_type).as_py() == actual)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return str(given) == str(actual)
 

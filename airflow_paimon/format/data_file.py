@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +36,7 @@ def new_data_file_name(prefix: str = "data") -> str:
     return f"{prefix}-{uuid.uuid4()}-0.parquet"
 
 
-def _truncate_min(v):
+def _truncate_min(v: Any) -> Any:
     if isinstance(v, str) and len(v) > STATS_TRUNCATE:
         return v[:STATS_TRUNCATE]
     if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
@@ -44,7 +44,7 @@ def _truncate_min(v):
     return v
 
 
-def _truncate_max(v):
+def _truncate_max(v: Any) -> Any:
     """A value >= every value with this prefix, or None (unknown) when none exists."""
     if isinstance(v, str) and len(v) > STATS_TRUNCATE:
         head = v[:STATS_TRUNCATE]
@@ -54,11 +54,11 @@ def _truncate_max(v):
                 return head[:i] + chr(c + 1)
         return None
     if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
-        head = bytearray(v[:STATS_TRUNCATE])
-        for i in range(len(head) - 1, -1, -1):
-            if head[i] < 0xFF:
-                head[i] += 1
-                return bytes(head[: i + 1])
+        prefix = bytearray(v[:STATS_TRUNCATE])
+        for i in range(len(prefix) - 1, -1, -1):
+            if prefix[i] < 0xFF:
+                prefix[i] += 1
+                return bytes(prefix[: i + 1])
         return None
     return v
 
@@ -91,9 +91,9 @@ def kv_file_schema(schema: TableSchema) -> pa.Schema:
     value = schema.arrow_schema()
     fields = []
     for k in schema.trimmed_primary_keys:
-        f = schema.field(k)
+        field_id = schema.field(k).id
         fields.append(pa.field(KEY_FIELD_PREFIX + k, value.field(k).type, nullable=False,
-                               metadata={b"PARQUET:field_id": str(KEY_FIELD_ID_START + f.id).encode()}))
+                               metadata={b"PARQUET:field_id": str(KEY_FIELD_ID_START + field_id).encode()}))
     fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False,
                            metadata={b"PARQUET:field_id": str(SEQUENCE_NUMBER_ID).encode()}))
     fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False,
@@ -119,8 +119,12 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     dictionary: bool | list[str] = [n for n in table.column_names if n not in unique] if unique else True
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
-    pq.write_table(table, p, filesystem=io.fs, compression=compression, write_statistics=True,
-                   store_schema=False, use_dictionary=dictionary, column_encoding=encodings or None)
+    # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary
+    # (pyarrow also takes the list of columns to try dictionaries on).
+    pq.write_table(table, p, filesystem=io.fs, compression=compression,  # type: ignore[arg-type]
+                   write_statistics=True, store_schema=False,
+                   use_dictionary=dictionary,  # type: ignore[arg-type]
+                   column_encoding=encodings or None)
     return io.size(path)
 
 
@@ -143,7 +147,8 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
     first = [rows.column(k)[0].as_py() for k in trimmed]
     last = [rows.column(k)[n - 1].as_py() for k in trimmed]
     seq_mm = pc.min_max(sequence)
-    deletes = pc.sum(pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))).as_py() or 0
+    retractions = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
+    deletes = retractions.true_count
     return DataFileMeta(
         file_name=name,
         file_size=size,

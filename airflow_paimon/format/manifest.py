@@ -181,6 +181,7 @@ class DataFileMeta:
     @classmethod
     def from_avro(cls, rec: dict) -> "DataFileMeta":
         ct = rec.get("_CREATION_TIME")
+        ct_ms: int | None
         if isinstance(ct, datetime):
             ct_ms = int(ct.timestamp() * 1000) if ct.tzinfo else int(ct.replace(tzinfo=timezone.utc).timestamp() * 1000)
         else:
@@ -349,7 +350,12 @@ class ManifestIO:
         path = self.path(file_name)
         data = self.io.read_bytes(path)
         try:
-            return list(fastavro.reader(io.BytesIO(data)))
+            records = []
+            for record in fastavro.reader(io.BytesIO(data)):
+                if not isinstance(record, dict):
+                    raise TypeError(f"a top-level {type(record).__name__} where Avro records belong")
+                records.append(record)
+            return records
         except (ValueError, KeyError, TypeError, IndexError, EOFError, StopIteration, AssertionError) as e:
             reason = "empty" if not data else f"{len(data)} bytes, " + (str(e).splitlines()[0] if str(e)
                                                                      else type(e).__name__)

@@ -19,7 +19,7 @@ def parse_duration(text: str, option: str = "duration") -> timedelta:
         raise InvalidOptionError(f"{option}: {e}") from None
 
 
-def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int | None = None) -> int | None:
+def _int(options: Mapping[str, str], key: str, default: int, minimum: int | None = None) -> int:
     raw = options.get(key)
     if raw is None:
         return default

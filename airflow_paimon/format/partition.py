@@ -69,6 +69,8 @@ def _java_floating(value: float, single: bool) -> str:
     else:
         text = repr(value)
     sign, digits, exponent = decimal.Decimal(text).normalize().as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N' or 'F': NaN and infinities returned above
+        raise ValueError(f"{value!r} is not a finite number")
     out = "-" if sign else ""
     digits_text = "".join(map(str, digits))
     point = len(digits_text) + exponent  # the value is 0.<digits> x 10^point

@@ -58,7 +58,7 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     if ignore_delete and has_retractions and data.num_rows:
         kinds = data.column(VALUE_KIND)
-        retract = pc.or_(pc.equal(kinds, UPDATE_BEFORE), pc.equal(kinds, DELETE))
+        retract = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
         if pc.any(retract).as_py():
             data = data.filter(pc.invert(retract))
         has_retractions = False
@@ -76,10 +76,10 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
     sorted_keys = [data.column(k).take(order) if order is not None else data.column(k) for k in keys]
     keep = last_of_each_key(sorted_keys, n)
     if has_retractions:
-        kinds = data.column(VALUE_KIND).to_numpy()
+        kind_values = data.column(VALUE_KIND).to_numpy()
         if order is not None:
-            kinds = kinds[order]
-        keep &= (kinds != UPDATE_BEFORE) & (kinds != DELETE)
+            kind_values = kind_values[order]
+        keep &= (kind_values != UPDATE_BEFORE) & (kind_values != DELETE)
     if order is None:
         return data if keep.all() else data.filter(pa.array(keep))
     return data.take(pa.array(order[keep]))

@@ -177,7 +177,8 @@ class ScanPlanner:
 
         fmt = ds.ParquetFileFormat()
         fs = self.table.io.fs
-        fragments, owners = [], []
+        fragments = []
+        owners: list[tuple[Split, DataFileMeta]] = []
         for s in splits:
             pexpr = self._partition_expr(s.partition)
             for i, f in enumerate(s.files):

@@ -85,12 +85,14 @@ def _type_string(data_type: pa.DataType | str, name: str) -> str:
     return text
 
 
-def _length(base: str) -> int | None:
+def _length(base: str) -> int:
     """The length of a CHAR/VARCHAR/BINARY/VARBINARY type (STRING and BYTES: the maximum)."""
     if base in ("STRING", "BYTES"):
         return _MAX_LENGTH
     m = re.fullmatch(r"(?:VAR)?(?:CHAR|BINARY)(?:\((\d+)\))?", base)
-    return int(m.group(1) or 1) if m else None
+    if m is None:
+        raise ValueError(f"{base} is not a character or binary type")
+    return int(m.group(1) or 1)
 
 
 def _timestamp_precision(base: str) -> int:
@@ -113,17 +115,24 @@ def widens(old: str, new: str) -> bool:
         return True
     if pa.types.is_integer(a):
         if pa.types.is_integer(b):
-            return b.bit_width > a.bit_width
+            return bool(b.bit_width > a.bit_width)
         if pa.types.is_floating(b):
-            return a.bit_width <= (16 if pa.types.is_float32(b) else 32)  # within the mantissa: 24 or 53 bits
+            return bool(a.bit_width <= (16 if pa.types.is_float32(b) else 32))  # within the mantissa: 24 or 53 bits
         if pa.types.is_decimal(b):
-            return b.precision - b.scale >= _INT_DIGITS[a.bit_width]
+            return bool(b.precision - b.scale >= _INT_DIGITS[a.bit_width])
         return False
     if pa.types.is_floating(a):
         return pa.types.is_float64(b)
     if pa.types.is_decimal(a) and pa.types.is_decimal(b):
-        return b.scale >= a.scale and b.precision - b.scale >= a.precision - a.scale
+        return bool(b.scale >= a.scale and b.precision - b.scale >= a.precision - a.scale)
     return False
+
+
+def _given(value: str | None, what: str, change: SchemaChange) -> str:
+    if value is None:
+        raise SchemaChangeError(f"{change!r} has no {what}; build it with SchemaChange.add_column, rename_column, "
+                                "drop_column or update_column_type")
+    return value
 
 
 def _find(fields: list[DataField], name: str, identifier: str) -> int:
@@ -177,25 +186,27 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
                                     "rename_column, drop_column or update_column_type")
         name = change.name
         if change.action == "add":
+            type_text = _given(change.type, "type", change)
             _absent(fields, name, identifier)
-            if not split_nullability(change.type)[1]:
+            if not split_nullability(type_text)[1]:
                 raise SchemaChangeError(f"Column {name} cannot specify NOT NULL in the {identifier} table.")
             highest += 1
-            field = DataField(highest, name, change.type, change.description)
+            field = DataField(highest, name, type_text, change.description)
             at = len(fields)
             if options.get("add-column-before-partition", "false").strip().lower() == "true" and partition:
                 at = next(i for i, f in enumerate(fields) if f.name in partition)
             fields.insert(at, field)
         elif change.action == "rename":
+            new_name = _given(change.new_name, "new_name", change)
             i = _find(fields, name, identifier)
             if name in partition:
                 raise SchemaChangeError(f"Cannot rename partition column: [{name}]")
             if "rowkind.field" in _option_users(options, name):
                 raise SchemaChangeError(f"Cannot rename column {name}: option rowkind.field names it")
-            _absent(fields, change.new_name, identifier)
-            fields[i] = replace(fields[i], name=change.new_name)
-            primary = [change.new_name if k == name else k for k in primary]
-            options = _rename_in_options(options, name, change.new_name)
+            _absent(fields, new_name, identifier)
+            fields[i] = replace(fields[i], name=new_name)
+            primary = [new_name if k == name else k for k in primary]
+            options = _rename_in_options(options, name, new_name)
         elif change.action == "drop":
             i = _find(fields, name, identifier)
             if name in partition or name in primary:
@@ -207,6 +218,7 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
                 raise SchemaChangeError("Cannot drop all fields in table")
             del fields[i]
         elif change.action == "update_type":
+            new_type = _given(change.type, "type", change)
             i = _find(fields, name, identifier)
             if name in partition:
                 raise SchemaChangeError(f"Cannot update partition column: [{name}]")
@@ -214,7 +226,7 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
                 raise SchemaChangeError("Cannot update primary key")
             f = fields[i]
             base, nullable = split_nullability(f.type)
-            new_base = split_nullability(change.type)[0]
+            new_base = split_nullability(new_type)[0]
             if not widens(base, new_base):
                 raise SchemaChangeError(f"Column type {name}[{f.type}] cannot be converted to {new_base} without "
                                         "losing information (only widening type changes are supported).")

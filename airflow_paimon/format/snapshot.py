@@ -81,7 +81,7 @@ class Snapshot:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> "Snapshot":
-        kwargs = {attr: doc.get(json_name) for json_name, attr in _FIELDS if json_name in doc}
+        kwargs = {attr: doc[json_name] for json_name, attr in _FIELDS if json_name in doc}
         kwargs.setdefault("version", 1)
         extra = {k: v for k, v in doc.items() if k not in _KNOWN}
         return cls(extra=extra, **kwargs)

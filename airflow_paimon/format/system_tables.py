@@ -18,10 +18,11 @@ import pyarrow as pa
 
 from .binary_row import EMPTY_ROW, deserialize_row
 from .errors import InvalidOptionError
-from .manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
+from .manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
 from .tag_file import java_duration_string
 
 if TYPE_CHECKING:
+    from .schema import TableSchema
     from .table import Table
 
 _TS = pa.timestamp("ms")
@@ -200,7 +201,7 @@ def files_table(table: "Table", snapshot_id: int | None = None, tag: str | None 
         return FILES_SCHEMA.empty_table()
     codec = table.partition_codec
     has_partitions = bool(table.partition_keys)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for e in table.file_entries(snap):
         f = e.file
         part = codec.from_bytes(e.partition) if has_partitions else ()
@@ -247,7 +248,8 @@ def files_table(table: "Table", snapshot_id: int | None = None, tag: str | None 
     return _rows(FILES_SCHEMA, rows)
 
 
-def _value_stats(table: "Table", file_schema: Any, f: Any) -> tuple[dict, dict, dict]:
+def _value_stats(table: Table, file_schema: TableSchema,
+                 f: DataFileMeta) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Per current column: null count, min and max from the file's value statistics (missing: null)."""
     current = table.schema().field_names
     nulls: dict[str, Any] = {n: None for n in current}
@@ -285,7 +287,8 @@ def manifests_table(table: "Table", snapshot_id: int | None = None, tag: str | N
     codec = table.partition_codec
     rows = []
     for m in metas:
-        lo = hi = "{}"
+        lo: str | None = "{}"
+        hi: str | None = "{}"
         if table.partition_keys:
             try:
                 lo = _row_string(codec.from_bytes(m.partition_stats.min_values))

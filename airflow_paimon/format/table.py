@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
-from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Transaction, backoff, find_commit
+from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Latest, Transaction, backoff, find_commit
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
@@ -303,7 +303,7 @@ class Table:
         return TableWrite(self)
 
     def transaction(self, *, commit_id: CommitId | None = None, kind: str = "APPEND",
-                    properties: dict[str, str] | None = None, base: Any = LATEST,
+                    properties: dict[str, str] | None = None, base: Snapshot | Latest | None = LATEST,
                     commit_user: str | None = None) -> Transaction:
         """A commit in progress (see commit.Transaction): check `already_committed`, compute the changes against
         `base`, then `commit(messages)`."""
@@ -316,7 +316,7 @@ class Table:
         """Commit messages written elsewhere (by distributed writers) as one snapshot; `base_snapshot_id` is the
         snapshot they were computed against (default: the latest, read now)."""
         if base_snapshot_id is None:
-            base: Any = LATEST
+            base: Snapshot | Latest | None = LATEST
         else:
             base = self.snapshot(int(base_snapshot_id)) if int(base_snapshot_id) > 0 else None
         return self.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,

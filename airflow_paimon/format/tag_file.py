@@ -39,7 +39,9 @@ def json_to_local_datetime(value: object) -> dt.datetime | None:
         return None
     if isinstance(value, str):
         return dt.datetime.fromisoformat(value)
-    parts = list(value) + [0] * (7 - len(value))  # type: ignore[arg-type]
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"a LocalDateTime is an ISO string or a list of fields, not {value!r}")
+    parts = list(value) + [0] * (7 - len(value))
     return dt.datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] // 1000)
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import SnapshotExpiredError, SnapshotNotFoundError
-from .snapshot import Snapshot, read_snapshot_file
+from .snapshot import Snapshot, SnapshotManager, read_snapshot_file
 
 if TYPE_CHECKING:
     from .table import Table
@@ -73,7 +73,7 @@ def _changelog_snapshots(table: Table) -> list[Snapshot]:
     return out
 
 
-def latest_snapshot_at_or_before(sm: Any, millis: int) -> Snapshot | None:
+def latest_snapshot_at_or_before(sm: SnapshotManager, millis: int) -> Snapshot | None:
     """The snapshot manager's binary search over the hinted id range; if that range has a hole (left by a crash
     in the middle of a rollback), the same search over the listed ids."""
     try:
@@ -81,7 +81,8 @@ def latest_snapshot_at_or_before(sm: Any, millis: int) -> Snapshot | None:
     except SnapshotNotFoundError:
         pass
     ids = sm.ids()
-    lo, hi, found = 0, len(ids) - 1, None
+    lo, hi = 0, len(ids) - 1
+    found: Snapshot | None = None
     while lo <= hi:
         mid = (lo + hi) // 2
         snap = sm.snapshot(ids[mid])

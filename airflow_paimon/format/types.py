@@ -8,12 +8,13 @@ reader never returns half-understood data.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 import pyarrow as pa
 
 from .errors import UnsupportedTableError
 
-_SIMPLE = {
+_SIMPLE: dict[str, pa.DataType] = {
     "BOOLEAN": pa.bool_(),
     "TINYINT": pa.int8(),
     "SMALLINT": pa.int16(),
@@ -26,7 +27,7 @@ _SIMPLE = {
     "BYTES": pa.binary(),
     "DATE": pa.date32(),
 }
-_UNIT_OF_PRECISION = ["s", "ms", "ms", "ms", "us", "us", "us", "ns", "ns", "ns"]
+_UNIT_OF_PRECISION: list[Literal["s", "ms", "us", "ns"]] = ["s", "ms", "ms", "ms", "us", "us", "us", "ns", "ns", "ns"]
 _PRECISION_OF_UNIT = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
 
@@ -78,7 +79,8 @@ def paimon_to_arrow(type_str: object, field_name: str = "?") -> tuple[pa.DataTyp
     if m:
         precision = int(m.group(2)) if m.group(2) is not None else 6
         ltz = bool(m.group(1)) or m.group(3) == " WITH LOCAL TIME ZONE"
-        return pa.timestamp(_UNIT_OF_PRECISION[precision], tz="UTC" if ltz else None), nullable
+        unit = _UNIT_OF_PRECISION[precision]
+        return (pa.timestamp(unit, tz="UTC") if ltz else pa.timestamp(unit)), nullable
     raise UnsupportedTableError(f"column {field_name!r}: type {type_str!r} is not supported")
 
 

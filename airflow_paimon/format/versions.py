@@ -14,7 +14,7 @@ any case, as Paimon's `RowKindGenerator` maps them). `ignore-delete` drops -U an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -36,16 +36,16 @@ def version_sort_indices(data: pa.Table, leading: Sequence[str], seq_fields: Seq
     Nulls get their place from a helper column (valid after null) and floats from integer keys, so the order is
     the same on every pyarrow version whatever its null and NaN placement."""
     cols: dict[str, pa.ChunkedArray | pa.Array] = {}
-    sort_keys: list[tuple[str, str]] = []
+    sort_keys: list[tuple[str, Literal["ascending", "descending"]]] = []
 
-    def add(col: pa.ChunkedArray | pa.Array, order: str) -> None:
+    def add(col: pa.ChunkedArray | pa.Array, order: Literal["ascending", "descending"]) -> None:
         name = f"c{len(cols)}"
         cols[name] = col
         sort_keys.append((name, order))
 
     for name in leading:
         add(data.column(name), "ascending")
-    order = "descending" if descending else "ascending"
+    order: Literal["ascending", "descending"] = "descending" if descending else "ascending"
     for name in seq_fields:
         col = data.column(name)
         if col.null_count:

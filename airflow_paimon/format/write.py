@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
 from .versions import kinds_to_write, version_sort_indices
 
 if TYPE_CHECKING:
+    from .snapshot import Snapshot
     from .table import Table
 
 
@@ -60,7 +61,8 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np
     """One int64 per row, equal exactly for rows of the same (partition, bucket)."""
     gid = np.zeros(data.num_rows, dtype=np.int64)
     for name in table.schema().partition_keys:
-        enc = pc.dictionary_encode(data.column(name)).combine_chunks()
+        # The stubs type dictionary_encode as returning its argument's type; it returns a dictionary array.
+        enc = cast(pa.DictionaryArray, pc.dictionary_encode(data.column(name)).combine_chunks())
         codes = enc.indices.to_numpy(zero_copy_only=False)
         codes = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), len(enc.dictionary), codes)
         gid = gid * (len(enc.dictionary) + 1) + codes
@@ -110,8 +112,7 @@ def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) 
     for col in sorted_keys:
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         ne = pc.not_equal(col.slice(0, n - 1), col.slice(1))
-        ne = pc.fill_null(ne, True) if ne.null_count else ne
-        differs |= ne.to_numpy(zero_copy_only=False)
+        differs |= (ne.fill_null(True) if ne.null_count else ne).to_numpy(zero_copy_only=False)
     last[:-1] = differs
     return last
 
@@ -123,7 +124,8 @@ class TableWrite:
         self.schema = table.schema()
 
     # ---- whole batches in this process -----------------------------------------------------------
-    def write(self, data: pa.Table, kinds: pa.Array | None = None, base_snapshot: Any = None,
+    def write(self, data: pa.Table | pa.RecordBatch, kinds: pa.Array | None = None,
+              base_snapshot: Snapshot | None = None,
               required: Sequence[str] | None = None, *, duplicates: str = "last",
               what: str = "the data") -> list[CommitMessage]:
         """Files for `data` (kinds: per-row RowKind, default +I) against `base_snapshot`'s sequence numbers.
@@ -179,14 +181,14 @@ class TableWrite:
         with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
             return list(pool.map(lambda job: self.write_bucket(*job), jobs))
 
-    def _write_append(self, data: pa.Table, base_snapshot: Any) -> list[CommitMessage]:
+    def _write_append(self, data: pa.Table, base_snapshot: Snapshot | None) -> list[CommitMessage]:
         pkeys = self.schema.partition_keys
         next_seq = self.table.next_sequence_numbers(base_snapshot)
         if not pkeys:
             return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
         gid = _group_ids(self.table, data, None)
         order = np.argsort(gid, kind="stable")
-        data = data.take(pa.array(order))
+        data = data.take(order)
         jobs = []
         for start, end in _boundaries(gid[order]):
             part = data.slice(start, end - start)
@@ -215,7 +217,7 @@ class TableWrite:
                                      file_source=file_source)
         return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])
 
-    def delete_rows(self, keys: pa.Table, base_snapshot: Any = None) -> list[CommitMessage]:
+    def delete_rows(self, keys: pa.Table, base_snapshot: Snapshot | None = None) -> list[CommitMessage]:
         """-D rows for the given primary keys (other columns may be absent)."""
         if not self.table.is_primary_key:
             raise InvalidDataError("delete by key needs a primary-key table; this table is append-only")

@@ -30,6 +30,8 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
+    from airflow_paimon.format import Catalog, Table
+
 __all__ = [
     "PaimonConnectionNotFound",
     "PaimonHook",
@@ -262,11 +264,11 @@ class PaimonHook(BaseHook):
 
     # -- catalog --------------------------------------------------------------------------------------
 
-    def get_conn(self) -> Any:
+    def get_conn(self) -> Catalog:
         """The catalog (``BaseHook`` interface)."""
         return self.get_catalog()
 
-    def get_catalog(self) -> Any:
+    def get_catalog(self) -> Catalog:
         """A format-library ``Catalog`` on the connection's warehouse and filesystem options."""
         from airflow_paimon.format import Catalog
 
@@ -279,7 +281,7 @@ class PaimonHook(BaseHook):
         )
         return Catalog(warehouse, options=dict(options))
 
-    def get_table(self, identifier: str) -> Any:
+    def get_table(self, identifier: str) -> Table:
         """The table ``identifier`` (``database.table``) of the connection's warehouse."""
         return self.get_catalog().get_table(identifier)
 

@@ -246,6 +246,19 @@ def test_bad_change_arguments_are_refused(catalog):
         catalog.create_table("db.one", pa.schema([("a", pa.int64())])).alter(SchemaChange.drop_column("a"))
 
 
+@pytest.mark.parametrize("change, missing", [
+    (SchemaChange("add", "x"), "type"),
+    (SchemaChange("rename", "v"), "new_name"),
+    (SchemaChange("update_type", "n"), "type"),
+])
+def test_a_change_built_without_its_factory_is_refused_when_incomplete(catalog, change, missing):
+    t = catalog.create_table("db.t", KV)
+    before = tree_digest(t.path)
+    with pytest.raises(SchemaChangeError, match=f"has no {missing}; build it with SchemaChange"):
+        t.alter(change)
+    assert tree_digest(t.path) == before
+
+
 @pytest.mark.parametrize("old, new, ok", [
     ("TINYINT", "SMALLINT", True), ("INT", "BIGINT", True), ("BIGINT", "INT", False), ("INT", "DOUBLE", True),
     ("BIGINT", "DOUBLE", False), ("SMALLINT", "FLOAT", True), ("INT", "FLOAT", False), ("FLOAT", "DOUBLE", True),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, Sequence, overload
 
 from ..errors import PaimonError
 from ..manifest import ADD, ManifestFileMeta
@@ -18,15 +18,18 @@ class FileRef(NamedTuple):
     bucket: int
     name: str
     size: int
-    extras: tuple
+    extras: tuple[str, ...]
     external: str | None
 
 
+FileIdentifier = tuple[bytes, int, int, str]   # (partition, bucket, level, name) of a manifest entry
+
+
 class ManifestRefs(NamedTuple):
-    refs: dict          # identifier (partition, bucket, level, name) -> FileRef, ADD and DELETE entries
-    adds: dict          # identifier -> FileRef of ADD entries
-    deletes: frozenset  # identifiers of DELETE entries
-    names: frozenset    # every data / extra file name mentioned
+    refs: dict[FileIdentifier, FileRef]   # ADD and DELETE entries
+    adds: dict[FileIdentifier, FileRef]   # ADD entries
+    deletes: frozenset[FileIdentifier]    # DELETE entries
+    names: frozenset[str]                 # every data / extra file name mentioned
 
 
 class FileIndex:
@@ -39,7 +42,7 @@ class FileIndex:
         self._lists: dict[str, list[ManifestFileMeta]] = {}
         self._manifests: dict[str, ManifestRefs] = {}
         self._index: dict[str, list[tuple[str, int | None, str | None]]] = {}
-        self._live: dict[tuple, dict] = {}
+        self._live: dict[tuple[str, str], dict[FileIdentifier, FileRef]] = {}
         self._pdirs: dict[bytes, str] = {}
 
     # ---- raw reads -------------------------------------------------------------------------------------
@@ -53,9 +56,9 @@ class FileIndex:
         got = self._manifests.get(name)
         if got is not None:
             return got
-        refs: dict = {}
-        adds: dict = {}
-        deletes = set()
+        refs: dict[FileIdentifier, FileRef] = {}
+        adds: dict[FileIdentifier, FileRef] = {}
+        deletes: set[FileIdentifier] = set()
         names = set()
         for r in self.table.manifest_io.read_records(name):
             f = r["_FILE"]
@@ -77,7 +80,7 @@ class FileIndex:
     def index_files(self, index_manifest: str) -> list[tuple[str, int | None, str | None]]:
         got = self._index.get(index_manifest)
         if got is None:
-            got = [(r.get("_FILE_NAME"), r.get("_FILE_SIZE"), r.get("_EXTERNAL_PATH"))
+            got = [(r["_FILE_NAME"], r.get("_FILE_SIZE"), r.get("_EXTERNAL_PATH"))
                    for r in self.table.manifest_io.read_records(index_manifest, "index manifest")
                    if r.get("_FILE_NAME")]
             self._index[index_manifest] = got
@@ -106,7 +109,14 @@ class FileIndex:
                     "anything (the live set cannot be computed)") from None
             return []
 
+    @overload
+    def read_manifest(self, name: str, strict: Literal[True]) -> ManifestRefs: ...
+
+    @overload
+    def read_manifest(self, name: str, strict: bool) -> ManifestRefs | None: ...
+
     def read_manifest(self, name: str, strict: bool) -> ManifestRefs | None:
+        """The manifest's references; a missing one is an error when `strict`, else None."""
         try:
             return self.manifest(name)
         except FileNotFoundError:
@@ -116,14 +126,14 @@ class FileIndex:
                     "(the live set cannot be computed)") from None
             return None
 
-    def live(self, snap: Snapshot) -> dict:
+    def live(self, snap: Snapshot) -> dict[FileIdentifier, FileRef]:
         """identifier -> FileRef of the data files a read of `snap` uses (ADD minus DELETE)."""
         key = (snap.base_manifest_list, snap.delta_manifest_list)
         got = self._live.get(key)
         if got is not None:
             return got
-        adds: dict = {}
-        deletes: set = set()
+        adds: dict[FileIdentifier, FileRef] = {}
+        deletes: set[FileIdentifier] = set()
         for name in self.data_manifests(snap):
             m = self.read_manifest(name, True)
             adds.update(m.adds)
@@ -148,9 +158,9 @@ class FileIndex:
             for name in self.data_manifests(s):
                 roots_of[name] = roots_of.get(name, 0) | bit
             changelogs.update(self.changelog_manifests(s))
-        added: dict = {}
-        deleted: dict = {}
-        refs: dict = {}
+        added: dict[FileIdentifier, int] = {}
+        deleted: dict[FileIdentifier, int] = {}
+        refs: dict[FileIdentifier, FileRef] = {}
         total = len(roots_of)
         for n, (name, bits) in enumerate(roots_of.items()):
             m = self.read_manifest(name, True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ..snapshot import Snapshot
 from .file_index import FileIndex
@@ -13,6 +13,7 @@ from .results import CleanupResult
 from .roots import Root, all_roots
 
 if TYPE_CHECKING:
+    from ..fileio import FileIO
     from ..table import Table
 
 _DELETE_THREADS = 8
@@ -73,7 +74,7 @@ def plan_removal(index: FileIndex, removed: Sequence[Snapshot], kept: Sequence[S
     return Plan(data, changelog, metadata)
 
 
-def existing_sizes(io, paths: Iterable[str]) -> dict[str, int]:
+def existing_sizes(io: FileIO, paths: Iterable[str]) -> dict[str, int]:
     """path -> size of those of `paths` that exist (one listing per directory)."""
     by_dir: dict[str, list[str]] = {}
     for p in paths:
@@ -89,7 +90,7 @@ def existing_sizes(io, paths: Iterable[str]) -> dict[str, int]:
     return out
 
 
-def remove_empty_dirs(io: Any, root: str, paths: list[str]) -> None:
+def remove_empty_dirs(io: FileIO, root: str, paths: list[str]) -> None:
     """Remove the directories of these deleted files, and their parents up to `root`, where they are empty."""
     dirs = {p.rsplit("/", 1)[0] for p in paths if p.startswith(root + "/")}
     for d in sorted(dirs, key=len, reverse=True):

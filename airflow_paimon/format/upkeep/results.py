@@ -138,16 +138,10 @@ def human_bytes(n: int | None) -> str:
 
 
 def _ranges(ids: Sequence[int]) -> str:
-    ids = sorted(ids)
-    out, start, prev = [], None, None
-    for i in ids:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
         else:
-            out.append(f"{start}" if start == prev else f"{start}..{prev}")
-            start = prev = i
-    if start is not None:
-        out.append(f"{start}" if start == prev else f"{start}..{prev}")
-    return ", ".join(out)
+            runs.append([i, i])
+    return ", ".join(f"{start}" if start == end else f"{start}..{end}" for start, end in runs)

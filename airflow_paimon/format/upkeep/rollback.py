@@ -91,8 +91,9 @@ def rollback(table: "Table", to_tag: Any = None, to_snapshot: Any = None, to_tim
     restore = False
     if target.id in existing:
         if not same_snapshot(existing[target.id], target):
+            held = f"the snapshot tag {via_tag.name!r} holds" if via_tag is not None else "the one resolved"
             raise PaimonError(
-                f"snapshot {target.id} of {table.identifier} is not the snapshot tag {via_tag.name!r} holds "
+                f"snapshot {target.id} of {table.identifier} is not {held} "
                 "(the table was rolled back and re-committed since); roll back to the snapshot id instead")
     else:
         restore = True

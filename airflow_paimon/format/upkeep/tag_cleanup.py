@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..auto_tags import AutoTagRule, retained_max_surplus
 from ..errors import SnapshotNotFoundError, UnsupportedTableError
 from ..periods import PeriodSpec
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, SnapshotManager
 from ..tag_file import Tag, local_now, same_snapshot, to_local_naive
 from .plan import existing_sizes, remove_roots_and_files
 from .progress import Progress
@@ -48,7 +48,7 @@ def delete_tags(table: "Table", tags: Sequence[Tag], dry_run: bool = False, oper
     return remove_roots_and_files(table, result, removed, kept, delete_tag_files, progress)
 
 
-def _try_snapshot(sm, snapshot_id: int) -> Snapshot:
+def _try_snapshot(sm: SnapshotManager, snapshot_id: int) -> Snapshot:
     try:
         return sm.snapshot(snapshot_id)
     except (SnapshotNotFoundError, ValueError):
@@ -91,7 +91,7 @@ def tags_to_expire(table: "Table", now: Any = None) -> list[tuple[Tag, str]]:
         for tag in retained_max_surplus(auto, tags):
             if tag.name not in timed_out:
                 out.append((tag, f"more than tag.num-retained-max = {auto.num_retained_max} auto-created tags"))
-    elif spec.num_retained_max is not None:
+    elif spec is not None and spec.num_retained_max is not None:
         periodic = []
         for tag in remaining:
             period = spec.parse_tag_name(tag.name)
