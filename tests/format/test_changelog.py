@@ -339,3 +339,22 @@ def test_commit_message_round_trips_its_changelog(catalog):
     msgs = t.new_write().write(kv([(1, "x", 2, 0)]), base_snapshot=t.latest_snapshot())
     assert msgs[0].compact_changelog and msgs[0].compact_after
     assert [CommitMessage.from_dict(m.to_dict()) for m in msgs] == msgs
+
+
+def test_lookup_crash_between_the_two_snapshots_loses_no_change(catalog):
+    """The APPEND snapshot landed, its COMPACT one did not (the process died): a retry of the same commit id
+    finds the commit and writes nothing; the next write describes the rows left at level 0."""
+    from airflow_paimon.format.commit import CommitId
+    t = make_lookup(catalog)
+    t.write(kv([(1, "x", 1, 0), (2, "x", 2, 0)]))
+    msgs = t.new_write().write(kv([(1, "x", 10, 0)]), base_snapshot=t.latest_snapshot())
+    crashed = [CommitMessage(m.partition, m.bucket, m.total_buckets, m.new_files) for m in msgs]
+    landed = t.transaction(commit_id=CommitId("u", 5), changelog="lookup").commit(crashed)
+    assert landed.commit_kind == "APPEND" and landed.changelog_manifest_list is None
+    assert t.write(kv([(1, "x", 99, 0)]), commit_user="u", commit_identifier=5).id == landed.id
+    assert t.latest_snapshot().id == landed.id
+    snap = t.write(kv([(2, "x", 20, 0)]))
+    assert sorted(changelog_rows(t, snap)) == sorted([("-U", 1, "x", 1, 0), ("+U", 1, "x", 10, 0),
+                                                      ("-U", 2, "x", 2, 0), ("+U", 2, "x", 20, 0)])
+    state = replay(t, ["k", "p"])
+    assert sorted(state.values(), key=lambda r: r["k"]) == sorted(t.read().to_pylist(), key=lambda r: r["k"])
