@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -163,22 +163,15 @@ class TableWrite:
                 # is stored with its number, so later writes still order after all of them.
                 seq_all = np.arange(seq0, seq0 + part.num_rows, dtype=np.int64)
                 sequence = seq_all[kept] if not kept.all() else seq_all
-                changelog = part.drop_columns(["__gid"]).rename_columns(
-                    [*part.column_names[:-2], VALUE_KIND]).append_column(SEQUENCE_NUMBER, pa.array(seq_all))
+                changelog = part.drop_columns(["__kind", "__gid"]).append_column(
+                    SEQUENCE_NUMBER, pa.array(seq_all)).append_column(VALUE_KIND, part.column("__kind"))
             else:
                 sequence = np.arange(seq0, seq0 + int(kept.sum()), dtype=np.int64)
                 changelog = None
             rows = part if kept.all() else part.filter(pa.array(kept))
             jobs.append((partition, bucket, rows.drop_columns(["__kind", "__gid"]), rows.column("__kind"),
                          sequence, changelog, lookup))
-        return self._run_jobs(jobs)
-
-    def _run_jobs(self, jobs: list[tuple]) -> list[CommitMessage]:
-        """Write buckets in parallel: Parquet encoding releases the GIL."""
-        if len(jobs) <= 1:
-            return [self._write_with_changelog(*job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-            return list(pool.map(lambda job: self._write_with_changelog(*job), jobs))
+        return self._run(self._write_with_changelog, jobs)
 
     def _write_with_changelog(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.ChunkedArray,
                               sequence: np.ndarray, changelog: pa.Table | None, lookup: Lookup | None) -> CommitMessage:
@@ -194,12 +187,13 @@ class TableWrite:
             msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket, msg.new_files[0])
         return msg
 
-    def _run(self, jobs: list[tuple]) -> list[CommitMessage]:
+    @staticmethod
+    def _run(write: Callable[..., CommitMessage], jobs: list[tuple]) -> list[CommitMessage]:
         """Write buckets in parallel: Parquet encoding releases the GIL."""
         if len(jobs) <= 1:
-            return [self.write_bucket(*job) for job in jobs]
+            return [write(*job) for job in jobs]
         with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-            return list(pool.map(lambda job: self.write_bucket(*job), jobs))
+            return list(pool.map(lambda job: write(*job), jobs))
 
     def _write_append(self, data: pa.Table, base_snapshot: Any) -> list[CommitMessage]:
         pkeys = self.schema.partition_keys
@@ -214,7 +208,7 @@ class TableWrite:
             part = data.slice(start, end - start)
             partition = tuple(part.column(k)[0].as_py() for k in pkeys)
             jobs.append((partition, 0, part, None, next_seq.get((partition, 0), 0)))
-        return self._run(jobs)
+        return self._run(self.write_bucket, jobs)
 
     # ---- one bucket (also from other processes) -----------------------------------------------------
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
