@@ -14,7 +14,7 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
-from .errors import CommitConflictError, SnapshotNotFoundError
+from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
@@ -34,33 +34,52 @@ def backoff(attempt: int) -> float:
 
 @dataclass
 class CommitMessage:
-    """The files one writer added to (and removed from) one bucket; JSON-serialisable via to_dict."""
+    """What one writer changed in one bucket; JSON-serialisable via to_dict.
+
+    As Paimon's commit messages: the new-files increment (`new_files`, `deleted_files` and the `changelog_files`
+    describing them) lands in the writer's snapshot; the compact increment (`compact_before` replaced by
+    `compact_after`, with `compact_changelog`) lands in a COMPACT snapshot right after it.
+    """
 
     partition: bytes
     bucket: int
     total_buckets: int
     new_files: list[DataFileMeta] = field(default_factory=list)
     deleted_files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+    compact_before: list[DataFileMeta] = field(default_factory=list)
+    compact_after: list[DataFileMeta] = field(default_factory=list)
+    compact_changelog: list[DataFileMeta] = field(default_factory=list)
+
+    _LISTS = ("new_files", "deleted_files", "changelog_files", "compact_before", "compact_after",
+              "compact_changelog")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "partition": self.partition.hex(),
-            "bucket": self.bucket,
-            "total_buckets": self.total_buckets,
-            "new_files": [f.to_dict() for f in self.new_files],
-            "deleted_files": [f.to_dict() for f in self.deleted_files],
-        }
+        out: dict[str, Any] = {"partition": self.partition.hex(), "bucket": self.bucket,
+                               "total_buckets": self.total_buckets}
+        for name in self._LISTS:
+            out[name] = [f.to_dict() for f in getattr(self, name)]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CommitMessage":
-        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"],
-                   [DataFileMeta.from_dict(f) for f in d["new_files"]],
-                   [DataFileMeta.from_dict(f) for f in d["deleted_files"]])
+        lists = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
+        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists)
+
+    def _entries(self, kind: int, files: Sequence[DataFileMeta]) -> list[ManifestEntry]:
+        return [ManifestEntry(kind, self.partition, self.bucket, self.total_buckets, f) for f in files]
 
     def entries(self) -> list[ManifestEntry]:
-        out = [ManifestEntry(DELETE, self.partition, self.bucket, self.total_buckets, f) for f in self.deleted_files]
-        out += [ManifestEntry(ADD, self.partition, self.bucket, self.total_buckets, f) for f in self.new_files]
-        return out
+        return self._entries(DELETE, self.deleted_files) + self._entries(ADD, self.new_files)
+
+    def changelog_entries(self) -> list[ManifestEntry]:
+        return self._entries(ADD, self.changelog_files)
+
+    def compact_entries(self) -> list[ManifestEntry]:
+        return self._entries(DELETE, self.compact_before) + self._entries(ADD, self.compact_after)
+
+    def compact_changelog_entries(self) -> list[ManifestEntry]:
+        return self._entries(ADD, self.compact_changelog)
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,19 @@ class Latest(Enum):
 LATEST: Final = Latest.SNAPSHOT
 
 
+def required_changelog(producer: str, kind: str) -> str:
+    """Which changelog a commit of `kind` owes a table with this `changelog-producer` ('none': none).
+
+    Writes owe it under `input` and `lookup`; compactions under `lookup` (for the level-0 rows they merge) and
+    `full-compaction`. OVERWRITE commits carry none, as in Paimon.
+    """
+    if kind == "APPEND" and producer in ("input", "lookup"):
+        return producer
+    if kind == "COMPACT" and producer in ("lookup", "full-compaction"):
+        return producer
+    return "none"
+
+
 class Transaction:
     """A commit in progress: its id, the snapshot its changes are computed against, and the commit itself.
 
@@ -125,10 +157,20 @@ class Transaction:
 
     def __init__(self, table: Table, *, commit_id: CommitId | None = None, kind: str = "APPEND",
                  properties: dict[str, str] | None = None, base: Snapshot | Latest | None = LATEST,
-                 commit_user: str | None = None):
+                 commit_user: str | None = None,
+                 changelog: str = "none"):
         """`base`: a snapshot, None (the empty table) or LATEST (read when first needed). `commit_user` names the
         writer of a commit without an id (default: the table's per-process user); such a commit is not
-        exactly-once."""
+        exactly-once. `changelog`: the `changelog-producer` whose changelog the writer puts in its messages;
+        a writer that does not produce the changelog the table asks for is refused here, before it writes."""
+        producer = table.core_options.changelog_producer
+        owed = required_changelog(producer, kind)
+        if owed != "none" and changelog != owed:
+            raise UnsupportedTableError(
+                f"cannot commit to {table.identifier}: its changelog-producer is {producer!r}, and this writer "
+                f"({kind} commit) does not produce that changelog; write with the format library's Table.write/"
+                "delete/compact, or set changelog-producer = 'none' if the table needs no changelog")
+        self.changelog = changelog
         self.table = table
         self.commit_id = commit_id
         self.kind = kind
@@ -152,9 +194,11 @@ class Transaction:
         return self.table.latest_snapshot() if self._base is LATEST else self._base
 
     def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
-        """Commit `messages` as one snapshot; returns it, the earlier snapshot holding the same commit, or None
+        """Commit `messages` as one snapshot (two when they carry a compact increment: the writer's, then a COMPACT
+        one, as Paimon commits them); returns the last, the earlier snapshot holding the same commit, or None
         when there is nothing to commit."""
         commit_id = self.commit_id
+        exactly_once = commit_id is not None
         if commit_id is not None:
             # Looked up again, not the cached answer: the changes may have taken long, and a retried attempt of
             # the same task may have landed meanwhile.
@@ -162,27 +206,54 @@ class Transaction:
             if existing is not None:
                 return existing
         entries = [e for m in messages for e in m.entries()]
-        if not entries and self.kind != "OVERWRITE":
+        changelog = [e for m in messages for e in m.changelog_entries()]
+        compact = [e for m in messages for e in m.compact_entries()]
+        if not entries and not changelog and not compact and self.kind != "OVERWRITE":
             return None
         base_id = self.base.id if self.base is not None else 0
+        first: Snapshot | None = None
+        if entries or changelog or self.kind == "OVERWRITE":
+            try:
+                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once)
+            except CommitConflictError as e:
+                # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
+                landed = find_commit(self.table, commit_id) if commit_id is not None else None
+                if landed is not None:
+                    return landed
+                deleted = self.delete_new_files(messages)
+                raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
+            if not compact:
+                return first
+        compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
         try:
-            return self._commit_entries(entries, base_id)
+            # Checked against the writer's base, not its own snapshot: the increment was planned on that base.
+            return self._commit_entries(compact, compact_changelog, base_id, "COMPACT", recheck=False,
+                                        compact_increment=True)
         except CommitConflictError as e:
-            # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
-            landed = find_commit(self.table, commit_id) if commit_id is not None else None
-            if landed is not None:
-                return landed
-            deleted = self.delete_new_files(messages)
-            raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
+            if first is None:
+                deleted = self.delete_new_files(messages)
+                raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
+            # The writer's snapshot landed; its level-0 files stay where they are and the next lookup
+            # compaction produces their changelog, as after a Paimon writer whose compaction did not land.
+            self.delete_new_files(messages, compact_only=True)
+            return first
 
-    def delete_new_files(self, messages: Sequence[CommitMessage]) -> int:
-        """Delete the data files a commit that did not land added, so a lost race leaves no orphans behind.
+    def delete_new_files(self, messages: Sequence[CommitMessage], compact_only: bool = False) -> int:
+        """Delete the files a commit that did not land added, so a lost race leaves no orphans behind.
 
         Only files this commit created go: not one it also deletes (a file moved between levels keeps its name),
-        and not one the latest snapshot references (belt and braces: new files have fresh UUID names).
+        and not one the latest snapshot references (belt and braces: new files have fresh UUID names). With
+        `compact_only`, only the compact increment's files (its writer's snapshot landed).
         """
-        kept = {f.file_name for m in messages for f in m.deleted_files}
-        candidates = [(m, f) for m in messages for f in m.new_files if f.file_name not in kept]
+        candidates: list[tuple[CommitMessage, DataFileMeta]] = []
+        for m in messages:
+            moved = {f.file_name for f in m.deleted_files}
+            if not compact_only:
+                candidates += [(m, f) for f in m.new_files if f.file_name not in moved]
+                candidates += [(m, f) for f in m.changelog_files]
+            elsewhere = moved | {f.file_name for f in m.new_files + m.compact_before}
+            candidates += [(m, f) for f in m.compact_after if f.file_name not in elsewhere]
+            candidates += [(m, f) for f in m.compact_changelog]
         if not candidates:
             return 0
         live = {e.file.file_name for e in self.table.file_entries(self.snapshots.latest())}
@@ -198,12 +269,18 @@ class Transaction:
             count += 1
         return count
 
-    def _commit_entries(self, entries: list[ManifestEntry], base_snapshot_id: int) -> Snapshot:
+    def _commit_entries(self, entries: list[ManifestEntry], changelog: list[ManifestEntry], base_snapshot_id: int,
+                        kind: str, *, recheck: bool, compact_increment: bool = False) -> Snapshot:
+        """One snapshot of `kind`; `recheck`: a lost race first looks for this commit id (a retried task racing
+        itself); a `compact_increment` moves files between levels and needs its target levels still free."""
         written: list[str] = []
         for attempt in range(MAX_RETRIES):
             latest = self.snapshots.latest()
             if latest is not None and latest.id != base_snapshot_id:
-                self._check_conflicts(base_snapshot_id, latest, entries)
+                if compact_increment:
+                    self._check_levels_free(base_snapshot_id, latest, entries)
+                else:
+                    self._check_conflicts(base_snapshot_id, latest, entries)
             base_metas = self._base_manifests(latest)
             # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
             # opened the table before a schema change (its files record the schema they were written with).
@@ -216,6 +293,13 @@ class Transaction:
             base_list, base_size = self.manifests.write_list(base_metas)
             delta_list, delta_size = self.manifests.write_list([delta_meta])
             written += [base_list, delta_list]
+            changelog_list: str | None = None
+            changelog_size: int | None = None
+            if changelog:
+                changelog_meta = self.manifests.write_entries(
+                    changelog, schema_id, self.table.partition_stats([e.partition for e in changelog]))
+                changelog_list, changelog_size = self.manifests.write_list([changelog_meta])
+                written += [changelog_meta.file_name, changelog_list]
             added = sum(e.file.row_count for e in entries if e.kind == ADD)
             removed = sum(e.file.row_count for e in entries if e.kind == DELETE)
             total_before = (latest.total_record_count or 0) if latest is not None else 0
@@ -229,12 +313,14 @@ class Transaction:
                 delta_manifest_list_size=delta_size,
                 commit_user=self.user,
                 commit_identifier=self.identifier,
-                commit_kind=self.kind,
+                commit_kind=kind,
                 time_millis=int(time.time() * 1000),
                 log_offsets={},
                 total_record_count=total_before + added - removed,
                 delta_record_count=added - removed,
-                changelog_record_count=0,
+                changelog_manifest_list=changelog_list,
+                changelog_manifest_list_size=changelog_size,
+                changelog_record_count=sum(e.file.row_count for e in changelog),
                 watermark=latest.watermark if latest is not None else None,
                 properties=self.properties or None,
                 next_row_id=latest.next_row_id if latest is not None else None,
@@ -248,7 +334,7 @@ class Transaction:
             for name in written:
                 self.manifests.io.delete(self.manifests.path(name))
             written.clear()
-            if self.commit_id is not None:
+            if recheck and self.commit_id is not None:
                 existing = find_commit(self.table, self.commit_id)
                 if existing is not None:
                     return existing
@@ -279,6 +365,22 @@ class Transaction:
             out.append(self.manifests.write_entries(chunk, schema_id,
                                                     self.table.partition_stats([e.partition for e in chunk])))
         return out, [m.file_name for m in out]
+
+    def _check_levels_free(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
+        """A compact increment lands only if the files it replaces are still live and no concurrent commit put
+        files at the levels it moves files to (each level above 0 is one sorted run)."""
+        live = self.table.file_entries(latest)
+        ids = {e.identifier for e in live}
+        replaced = {e.identifier for e in entries if e.kind == DELETE}
+        if replaced - ids:
+            raise CommitConflictError(f"files this compaction replaces were compacted concurrently "
+                                      f"(snapshots {base_id + 1}..{latest.id})")
+        taken = {(e.partition, e.bucket, e.file.level) for e in live
+                 if e.file.level > 0 and e.identifier not in replaced}
+        for e in entries:
+            if e.kind == ADD and e.file.level > 0 and (e.partition, e.bucket, e.file.level) in taken:
+                raise CommitConflictError(f"level {e.file.level} of bucket {e.bucket} was filled concurrently "
+                                          f"(snapshots {base_id + 1}..{latest.id})")
 
     def _check_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
         """Refuse to commit over concurrent changes that would make this commit wrong."""

@@ -10,6 +10,9 @@ level is ``num-levels - 1``; like Paimon, ``num-levels`` defaults to ``num-sorte
 Small files of an append table (bucket -1) are concatenated in sequence order into files of about
 ``target-file-size``.
 
+Under `changelog-producer` = full-compaction or lookup, the compaction also writes the changelog of what it merges
+(see changelog/full_compaction.py).
+
 A compaction is one commit of kind COMPACT with DELETE entries for the old files and ADD entries for the new ones.
 The old files stay on disk: snapshots and tags taken before the compaction still read them. Expiry removes them
 once nothing references them any more.
@@ -19,8 +22,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
+from .changelog.full_compaction import LEVEL, write_compaction_changelog
 from .commit import CommitId, CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
@@ -106,13 +111,19 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
     files = sorted(split.files, key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
     ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id)
     parts = read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
+    top = max_level(table)
+    changelog: list[DataFileMeta] = []
+    if table.core_options.changelog_producer in ("full-compaction", "lookup"):
+        leveled = pa.concat_tables([p.append_column(LEVEL, pa.array(np.full(p.num_rows, f.level, dtype=np.int32)))
+                                    for p, f in zip(parts, files)])
+        changelog = write_compaction_changelog(table, split.partition, split.bucket,
+                                               fill_partition(table, ordered_split, leveled), top)
     ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
     # Retractions are always dropped: the output replaces every file of the bucket at the top level.
     options = table.core_options
     merged = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
                            ignore_delete=options.ignore_delete)
     merged = fill_partition(table, ordered_split, merged)
-    top = max_level(table)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)
     compression = table.core_options.file_compression
     new_files = []
@@ -124,7 +135,8 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
         rows = chunk.select(logical.names)
         new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, compression, level=top,
                                        file_source=FILE_SOURCE_COMPACT))
-    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, list(split.files))
+    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, list(split.files),
+                         changelog_files=changelog)
 
 
 def compact_append_files(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
@@ -203,7 +215,7 @@ def compact(table: "Table", partitions: Iterable[Mapping[str, Any]] | None = Non
             commit_user: str | None = None, commit_identifier: int | None = None) -> "Snapshot | None":
     """Compact the table (or some partitions) in this process: one COMPACT commit, or None if nothing to do."""
     tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind="COMPACT",
-                           commit_user=commit_user)
+                           commit_user=commit_user, changelog=table.core_options.changelog_producer)
     if tx.already_committed is not None:
         return tx.already_committed
     messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, tx.base, partitions)) if m]

@@ -130,14 +130,15 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
                   kinds: pa.Array, compression: str, level: int = 0,
-                  file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
-    """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file."""
+                  file_source: int = FILE_SOURCE_APPEND, prefix: str = "data") -> DataFileMeta:
+    """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file; with prefix
+    "changelog", a changelog file (same layout, keys sorted but repeated: a key's changes in order)."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
     columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
     columns += [rows.column(f.name) for f in schema.fields]
     data = pa.Table.from_arrays(columns, schema=file_schema)
-    name = new_data_file_name()
+    name = new_data_file_name(prefix)
     unique = [KEY_FIELD_PREFIX + k for k in trimmed] + [SEQUENCE_NUMBER] + (trimmed if len(trimmed) == 1 else [])
     size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, unique)
     key_types = [schema.arrow_type(k) for k in trimmed]

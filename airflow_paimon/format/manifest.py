@@ -12,12 +12,15 @@ import io
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import fastavro
 
 from .errors import CorruptFileError
 from .fileio import FileIO
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 ADD, DELETE = 0, 1
 _NS = "org.apache.paimon.avro.generated.record"
@@ -388,6 +391,16 @@ class ManifestIO:
     # ---- manifest lists --------------------------------------------------------------------------
     def read_list(self, list_name: str) -> list[ManifestFileMeta]:
         return [ManifestFileMeta.from_avro(r) for r in self.read_records(list_name, "manifest list")]
+
+    def changelog_entries(self, snapshot: "Snapshot") -> list[ManifestEntry]:
+        """The changelog files `snapshot` produced (ADD entries read through its `changelogManifestList`), in
+        the order they were committed; empty when it produced none."""
+        if not snapshot.changelog_manifest_list:
+            return []
+        out: list[ManifestEntry] = []
+        for meta in self.read_list(snapshot.changelog_manifest_list):
+            out.extend(self.read_entries(meta.file_name))
+        return out
 
     def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
         name = self._new_name("manifest-list")

@@ -63,6 +63,9 @@ def _field_list(options: Mapping[str, str], key: str) -> tuple[str, ...]:
 IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
                       "partial-update.ignore-delete")
 
+# Paimon's `changelog-producer` values, cheapest first.
+CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 
 
@@ -81,6 +84,9 @@ class TableOptions:
     ignore_delete: bool
     ignore_update_before: bool
     changelog_producer: str
+    changelog_row_deduplicate: bool
+    changelog_row_deduplicate_ignore_fields: tuple[str, ...]
+    full_compaction_delta_commits: int | None
     partition_default_name: str
     partition_legacy_name: bool
     snapshot_num_retained_min: int
@@ -95,6 +101,8 @@ class TableOptions:
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
         named = [("sequence.field", f) for f in self.sequence_fields]
+        named += [("changelog-producer.row-deduplicate-ignore-fields", f)
+                  for f in self.changelog_row_deduplicate_ignore_fields]
         if self.rowkind_field:
             named.append(("rowkind.field", self.rowkind_field))
         for key, name in named:
@@ -115,8 +123,18 @@ class TableOptions:
         file_format = options.get("file.format", "parquet").lower()
         compression = options.get("file.compression", "zstd").lower()
         changelog = options.get("changelog-producer", "none")
-        if changelog not in ("none", "input", "lookup", "full-compaction"):
-            raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r}")
+        if changelog not in CHANGELOG_PRODUCERS:
+            raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r} (one of "
+                                     f"{', '.join(CHANGELOG_PRODUCERS)})")
+        if changelog != "none" and not has_primary_key:
+            raise InvalidOptionError(f"changelog-producer: {changelog!r} needs a primary-key table (as in Paimon); "
+                                     "define primary keys or leave changelog-producer at 'none'")
+        delta_commits = (_int(options, "full-compaction.delta-commits", 1, minimum=1)
+                         if "full-compaction.delta-commits" in options else None)
+        if delta_commits is not None and changelog == "lookup":
+            raise InvalidOptionError("full-compaction.delta-commits: incompatible with changelog-producer = 'lookup' "
+                                     "(as in Paimon); use changelog-producer = 'full-compaction' for periodic full "
+                                     "compaction with changelog, or remove full-compaction.delta-commits")
         kind = (has_primary_key, bucket, merge_engine, deletion_vectors, data_evolution, file_format, compression)
         bucket_key = options.get("bucket-key")
         seq_fields = _field_list(options, "sequence.field")
@@ -141,6 +159,10 @@ class TableOptions:
                                 False),
             ignore_update_before=_bool(options, "ignore-update-before", False),
             changelog_producer=changelog,
+            changelog_row_deduplicate=_bool(options, "changelog-producer.row-deduplicate", False),
+            changelog_row_deduplicate_ignore_fields=_field_list(options,
+                                                                "changelog-producer.row-deduplicate-ignore-fields"),
+            full_compaction_delta_commits=delta_commits,
             partition_default_name=options.get("partition.default-name", "__DEFAULT_PARTITION__"),
             partition_legacy_name=_bool(options, "partition.legacy-name", True),
             snapshot_num_retained_min=retained_min,

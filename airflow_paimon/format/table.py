@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
+from .changelog.full_compaction import full_compaction_due
 from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Latest, Transaction, backoff, find_commit
+from .compact import compact
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
@@ -200,6 +202,11 @@ class Table:
             entries.extend(self.manifest_io.read_entries(m.file_name))
         return merge_entries(entries)
 
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files a snapshot produced (see ManifestIO.changelog_entries); each has a data file's
+        columns and lives at `data_file_path(partition, bucket, entry.file)`."""
+        return self.manifest_io.changelog_entries(snapshot)
+
     def next_sequence_numbers(self, snapshot: Snapshot | None = None) -> dict[tuple, int]:
         """(partition tuple, bucket) -> the first sequence number a new file there must use."""
         snap = snapshot if snapshot is not None else self.latest_snapshot()
@@ -304,11 +311,11 @@ class Table:
 
     def transaction(self, *, commit_id: CommitId | None = None, kind: str = "APPEND",
                     properties: dict[str, str] | None = None, base: Snapshot | Latest | None = LATEST,
-                    commit_user: str | None = None) -> Transaction:
+                    commit_user: str | None = None, changelog: str = "none") -> Transaction:
         """A commit in progress (see commit.Transaction): check `already_committed`, compute the changes against
-        `base`, then `commit(messages)`."""
+        `base`, then `commit(messages)`. `changelog` names the changelog producer the writer implements."""
         return Transaction(self, commit_id=commit_id, kind=kind, properties=properties, base=base,
-                           commit_user=commit_user)
+                           commit_user=commit_user, changelog=changelog)
 
     def commit(self, messages: Sequence[CommitMessage], *, commit_user: str | None = None,
                commit_identifier: int | None = None, commit_kind: str = "APPEND",
@@ -326,23 +333,32 @@ class Table:
                           commit_identifier: int | None) -> Snapshot | None:
         """Write on the latest snapshot and commit; when a concurrent commit wins the race and conflicts (same
         bucket, overlapping sequence numbers), the attempt's files are deleted (by the commit) and the data is
-        written again on the new latest snapshot, so a lost race neither fails the write nor leaves files."""
+        written again on the new latest snapshot, so a lost race neither fails the write nor leaves files.
+
+        The write produces the changelog of `input` and `lookup` tables itself; on a `full-compaction` table
+        with `full-compaction.delta-commits`, a full compaction follows the write once that many delta commits
+        have landed since the last compaction."""
         commit_id = CommitId.of(commit_user, commit_identifier)
         attempt = 0
         while True:
-            tx = self.transaction(commit_id=commit_id, commit_user=commit_user)
+            tx = self.transaction(commit_id=commit_id, commit_user=commit_user,
+                                  changelog=self.core_options.changelog_producer)
             if tx.already_committed is not None:
                 return tx.already_committed
             messages = produce(tx.base)
             if not messages:
                 return None
             try:
-                return tx.commit(messages)
+                landed = tx.commit(messages)
             except CommitConflictError:
                 attempt += 1
                 if attempt >= MAX_RETRIES:
                     raise
                 time.sleep(backoff(attempt))
+                continue
+            if full_compaction_due(self, self.latest_snapshot()):
+                return compact(self, commit_user=commit_user) or landed
+            return landed
 
     def write(self, data: pa.Table | pa.RecordBatch, commit_user: str | None = None,
               commit_identifier: int | None = None, kinds: pa.Array | None = None) -> Snapshot | None:

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Sequence, cast
+from typing import TYPE_CHECKING, Callable, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .bucketing import bucket_ids
+from .changelog.input import input_changelog
+from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
-from .versions import kinds_to_write, version_sort_indices
+from .schema import SEQUENCE_NUMBER, VALUE_KIND
+from .versions import kinds_to_write, last_of_each_key, version_sort_indices
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -103,20 +106,6 @@ def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), ends.tolist()))
 
 
-def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
-    """Mask of rows that are the last of a run of equal keys in key-sorted data."""
-    last = np.ones(n, dtype=bool)
-    if n <= 1:
-        return last
-    differs = np.zeros(n - 1, dtype=bool)
-    for col in sorted_keys:
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        ne = pc.not_equal(col.slice(0, n - 1), col.slice(1))
-        differs |= (ne.fill_null(True) if ne.null_count else ne).to_numpy(zero_copy_only=False)
-    last[:-1] = differs
-    return last
-
-
 class TableWrite:
     def __init__(self, table: "Table"):
         table.require_writable()
@@ -160,26 +149,54 @@ class TableWrite:
             raise DuplicateKeyError(
                 f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
                 "each key may appear once. Nothing was committed.")
-        if not keep.all():
-            data = data.filter(pa.array(keep))
-            gid_sorted = gid_sorted[keep]
-        buckets_sorted = (gid_sorted % self.table.core_options.bucket).astype(np.int32)
         next_seq = self.table.next_sequence_numbers(base_snapshot)
+        producer = options.changelog_producer
+        lookup = None
+        if producer == "lookup":
+            lookup = Lookup(self.table, base_snapshot if base_snapshot is not None else self.table.latest_snapshot())
         jobs = []
         for start, end in _boundaries(gid_sorted):
             part = data.slice(start, end - start)
+            kept = keep[start:end]
             partition = tuple(part.column(k)[0].as_py() for k in self.schema.partition_keys)
-            bucket = int(buckets_sorted[start])
+            bucket = int(gid_sorted[start] % options.bucket)
             seq0 = next_seq.get((partition, bucket), 0)
-            jobs.append((partition, bucket, part.drop_columns(["__kind", "__gid"]), part.column("__kind"), seq0))
-        return self._run(jobs)
+            if producer == "input":
+                # Every input row has its own sequence number (and is in the changelog); the newest one per key
+                # is stored with its number, so later writes still order after all of them.
+                seq_all = np.arange(seq0, seq0 + part.num_rows, dtype=np.int64)
+                sequence = seq_all[kept] if not kept.all() else seq_all
+                changelog = part.drop_columns(["__kind", "__gid"]).append_column(
+                    SEQUENCE_NUMBER, pa.array(seq_all)).append_column(VALUE_KIND, part.column("__kind"))
+            else:
+                sequence = np.arange(seq0, seq0 + int(kept.sum()), dtype=np.int64)
+                changelog = None
+            rows = part if kept.all() else part.filter(pa.array(kept))
+            jobs.append((partition, bucket, rows.drop_columns(["__kind", "__gid"]), rows.column("__kind"),
+                         sequence, changelog, lookup))
+        return self._run(self._write_with_changelog, jobs)
 
-    def _run(self, jobs: list[tuple]) -> list[CommitMessage]:
+    def _write_with_changelog(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.ChunkedArray,
+                              sequence: np.ndarray, changelog: pa.Table | None, lookup: Lookup | None) -> CommitMessage:
+        """One bucket's data file and, as the table's changelog-producer asks, its changelog: the input rows
+        (input), or the looked-up changes plus the move of the new file out of level 0 (lookup)."""
+        msg = self.write_bucket(partition, bucket, rows, kinds, int(sequence[0]), sequence=pa.array(sequence))
+        if changelog is not None:
+            msg.changelog_files = input_changelog(self.table, partition, bucket, changelog)
+        if lookup is not None:
+            versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(
+                VALUE_KIND, kinds.combine_chunks().cast(pa.int8()))
+            msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions)
+            msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket, msg.new_files[0])
+        return msg
+
+    @staticmethod
+    def _run(write: Callable[..., CommitMessage], jobs: list[tuple]) -> list[CommitMessage]:
         """Write buckets in parallel: Parquet encoding releases the GIL."""
         if len(jobs) <= 1:
-            return [self.write_bucket(*job) for job in jobs]
+            return [write(*job) for job in jobs]
         with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-            return list(pool.map(lambda job: self.write_bucket(*job), jobs))
+            return list(pool.map(lambda job: write(*job), jobs))
 
     def _write_append(self, data: pa.Table, base_snapshot: Snapshot | None) -> list[CommitMessage]:
         pkeys = self.schema.partition_keys
@@ -194,12 +211,14 @@ class TableWrite:
             part = data.slice(start, end - start)
             partition = tuple(part.column(k)[0].as_py() for k in pkeys)
             jobs.append((partition, 0, part, None, next_seq.get((partition, 0), 0)))
-        return self._run(jobs)
+        return self._run(self.write_bucket, jobs)
 
     # ---- one bucket (also from other processes) -----------------------------------------------------
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
-                     first_sequence: int, level: int = 0, file_source: int = 0) -> CommitMessage:
-        """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key."""
+                     first_sequence: int, level: int = 0, file_source: int = 0, *,
+                     sequence: pa.Array | None = None) -> CommitMessage:
+        """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key.
+        Their sequence numbers count up from `first_sequence` unless given (`sequence`, increasing)."""
         table = self.table
         bucket_dir = table.bucket_dir(partition, bucket)
         compression = table.core_options.file_compression
@@ -207,7 +226,8 @@ class TableWrite:
             n = rows.num_rows
             if kinds is None:
                 kinds = pa.array(np.full(n, INSERT, dtype=np.int8))
-            seq = pa.array(np.arange(first_sequence, first_sequence + n, dtype=np.int64))
+            seq = sequence if sequence is not None else pa.array(np.arange(first_sequence, first_sequence + n,
+                                                                             dtype=np.int64))
             if isinstance(kinds, pa.ChunkedArray):
                 kinds = kinds.combine_chunks()
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),

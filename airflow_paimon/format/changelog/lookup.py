@@ -1,0 +1,140 @@
+"""`changelog-producer = lookup`: the exact changelog of a write against the table as it was.
+
+Cost follows the increment: only the buckets the write touches are looked at, and in them only the files whose
+key range [minKey, maxKey] can hold one of its keys; of those, only the rows of its keys are kept.
+
+Paimon's lookup compaction produces changelog for every level-0 row it merges. So a write whose changelog is
+already written must not leave its rows at level 0: like Paimon's writer (an APPEND snapshot with the new
+level-0 file, then a COMPACT snapshot with the compaction and its changelog), the write's compact increment moves
+the new file up, by metadata only, to the empty level just below the newest occupied one (lookups search levels
+from 1 upwards, so newer data must sit lower). When level 1 is taken, the new file is merged with the occupied
+levels 1..j into level j instead. Level-0 files found in a touched bucket (written before the producer was set,
+or by a writer whose COMPACT snapshot did not land) are described and moved up by the write, as Paimon's lookup
+compaction would: so concurrent writers, or a crash between the two snapshots, lose no changelog.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..binary_row import deserialize_row
+from ..compact import max_level
+from ..data_file import write_kv_file
+from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from ..read import fill_partition, read_files
+from ..scan import Split
+from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+from .rows import changes, is_add, newest, write_changelog
+
+if TYPE_CHECKING:
+    from ..snapshot import Snapshot
+    from ..table import Table
+
+
+def file_schema(table: "Table") -> pa.Schema:
+    """Rows as the producers handle them: the table's columns (nullable), `_SEQUENCE_NUMBER`, `_VALUE_KIND`."""
+    logical = table.schema().logical_arrow_schema()
+    return pa.schema([f.with_nullable(True) for f in logical] +
+                     [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+
+
+class Lookup:
+    """The table at `base`, read per bucket only where a write's keys can be."""
+
+    def __init__(self, table: "Table", base: "Snapshot | None"):
+        self.table = table
+        self.files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for e in table.file_entries(base):
+            self.files.setdefault((e.partition, e.bucket), []).append(e.file)
+        self.key_types = [table.schema().arrow_type(k) for k in table.schema().trimmed_primary_keys]
+
+    def _may_hold(self, files: list[DataFileMeta], keys: list[tuple[Any, ...]]) -> list[DataFileMeta]:
+        out = []
+        for f in files:
+            low = tuple(deserialize_row(f.min_key, self.key_types))
+            high = tuple(deserialize_row(f.max_key, self.key_types))
+            i = bisect.bisect_left(keys, low)
+            if i < len(keys) and keys[i] <= high:
+                out.append(f)
+        return out
+
+    def read(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> pa.Table:
+        table = self.table
+        schema = file_schema(table)
+        if not files:
+            return schema.empty_table()
+        split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
+        parts = read_files(table, split, schema.names, schema)
+        return fill_partition(table, split, pa.concat_tables(parts))
+
+    def bucket_files(self, partition: tuple, bucket: int) -> list[DataFileMeta]:
+        return self.files.get((self.table.partition_codec.to_bytes(partition), bucket), [])
+
+    def versions(self, partition: tuple, bucket: int, rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+        """For the keys of `rows` and of the bucket's level-0 files: (their versions above level 0, every row of
+        the level-0 files). Level-0 files a lookup table holds at `base` are not described yet (written before
+        the producer was set, or by a writer whose COMPACT snapshot did not land), so the write describes them."""
+        table = self.table
+        key_names = table.schema().trimmed_primary_keys
+        files = self.bucket_files(partition, bucket)
+        level0 = self.read(partition, bucket, [f for f in files if f.level == 0])
+        key_rows = rows.select(key_names)
+        wanted = pa.concat_tables([key_rows, level0.select(key_names).cast(key_rows.schema)])
+        keys = sorted(set(zip(*[wanted.column(k).to_pylist() for k in key_names])))
+        upper = self.read(partition, bucket, self._may_hold([f for f in files if f.level > 0], keys))
+        if upper.num_rows:
+            upper = upper.join(wanted.group_by(key_names).aggregate([]), keys=key_names, join_type="left semi")
+        if table.core_options.ignore_delete:
+            upper = upper.filter(pa.array(is_add(upper.column(VALUE_KIND))))
+            level0 = level0.filter(pa.array(is_add(level0.column(VALUE_KIND))))
+        return upper, level0
+
+
+def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
+                     rows: pa.Table) -> list[DataFileMeta]:
+    """The changelog file of one bucket of a write: `rows` holds its newest version of each key it touches
+    (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). Before: the newest value above level 0; after: the
+    merge of every version (so `sequence.field` decides, as in Paimon)."""
+    schema = file_schema(table)
+    rows = rows.select(schema.names).cast(schema)
+    upper, level0 = lookup.versions(partition, bucket, rows)
+    before = newest(table, upper.cast(schema))
+    before = before.filter(pa.array(is_add(before.column(VALUE_KIND)))) if before.num_rows else before
+    after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
+    return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT)
+
+
+def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
+             new_file: DataFileMeta) -> tuple[list[DataFileMeta], list[DataFileMeta]]:
+    """The compact increment (files before, files after) that takes a write's level-0 file (and any level-0
+    file it described with it) out of level 0."""
+    top = max_level(table)
+    files = lookup.bucket_files(partition, bucket)
+    moving = [new_file] + [f for f in files if f.level == 0]
+    occupied = {f.level for f in files if f.level > 0}
+    lowest = min(occupied | {top})
+    if lowest > 1 and len(moving) == 1:
+        return [new_file], [dataclasses.replace(new_file, level=lowest - 1)]
+    target = lowest - 1
+    if target < 1:
+        target = 1
+        while target + 1 in occupied:
+            target += 1
+        moving += [f for f in files if 1 <= f.level <= target]
+    result = newest(table, lookup.read(partition, bucket, moving))
+    if target == top:
+        result = result.filter(pa.array(is_add(result.column(VALUE_KIND))))
+    if result.num_rows == 0:
+        return moving, []
+    schema = table.schema()
+    seq = result.column(SEQUENCE_NUMBER).combine_chunks()
+    kinds = pc.cast(result.column(VALUE_KIND).combine_chunks(), pa.int8())
+    out = write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, result.select(schema.field_names),
+                        seq, kinds, table.core_options.file_compression, level=target,
+                        file_source=FILE_SOURCE_COMPACT)
+    return moving, [out]

@@ -1,0 +1,124 @@
+"""The changelog between a key's value before and after a change, on whole Arrow tables.
+
+Rows here have the table's columns plus `_SEQUENCE_NUMBER` and `_VALUE_KIND`. The rules are those of Paimon's
+`LookupChangelogMergeFunctionWrapper.setChangelog` (and `FullChangelogMergeFunctionWrapper`, which agrees for
+every key it is asked about): no value before and an insert or update after gives +I(after); a value before and
+a retraction after gives -D(before); values on both sides give -U(before) +U(after), unless
+`changelog-producer.row-deduplicate` is true and the values are equal (ignoring
+`changelog-producer.row-deduplicate-ignore-fields`). Each changelog row keeps the sequence number of the version
+it shows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, write_kv_file
+from ..manifest import DataFileMeta
+from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+from ..versions import last_of_each_key, version_sort_indices
+
+if TYPE_CHECKING:
+    from ..table import Table
+
+_SIDE = "__side"
+
+
+def is_add(kinds: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per row: +I or +U (a value), not -U or -D (a retraction)."""
+    codes: np.ndarray = kinds.to_numpy(zero_copy_only=False) if isinstance(kinds, pa.Array) else kinds.to_numpy()
+    mask: np.ndarray = (codes == INSERT) | (codes == UPDATE_AFTER)
+    return mask
+
+
+def newest(table: "Table", rows: pa.Table) -> pa.Table:
+    """The newest version of each key (retractions included), sorted by key: Paimon's deduplicate merge."""
+    if rows.num_rows == 0:
+        return rows
+    keys = table.schema().trimmed_primary_keys
+    options = table.core_options
+    order = version_sort_indices(rows, keys, options.sequence_fields, options.sequence_descending,
+                                 [SEQUENCE_NUMBER])
+    rows = rows.take(pa.array(order))
+    keep = last_of_each_key([rows.column(k) for k in keys], rows.num_rows)
+    return rows if keep.all() else rows.filter(pa.array(keep))
+
+
+def _equal_rows(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Per row pair: every column equal (two nulls are equal), as Paimon's RecordEqualiser compares."""
+    same = np.ones(left.num_rows, dtype=bool)
+    for name in columns:
+        a, b = left.column(name).combine_chunks(), right.column(name).combine_chunks()
+        eq = pc.equal(a, b).fill_null(False).to_numpy(zero_copy_only=False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b)).to_numpy(zero_copy_only=False)
+        same &= eq | both_null
+    return same
+
+
+def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
+    """The changelog rows turning `before` into `after`, sorted by key (a key's -U before its +U).
+
+    `after`: one row per key (the merge result, possibly a retraction); `before`: at most one value per key of
+    `after` (keys absent or retracted before have no row; retractions in `before` are ignored).
+    """
+    columns = after.column_names
+    before = before.select(columns)
+    before = before.filter(pa.array(is_add(before.column(VALUE_KIND)))) if before.num_rows else before
+    keys = table.schema().trimmed_primary_keys
+    both = pa.concat_tables([
+        before.append_column(_SIDE, pa.array(np.zeros(before.num_rows, dtype=np.int8))),
+        after.append_column(_SIDE, pa.array(np.ones(after.num_rows, dtype=np.int8))),
+    ])
+    if both.num_rows == 0:
+        return after.slice(0, 0)
+    order = pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
+    both = both.take(order)
+    n = both.num_rows
+    side = both.column(_SIDE).to_numpy()
+    add = is_add(both.column(VALUE_KIND))
+    # Every before row is followed by the after row of its key; an after row has a before row iff one precedes.
+    has_before = np.zeros(n, dtype=bool)
+    has_before[1:] = side[:-1] == 0
+    b_idx = np.flatnonzero(side == 0)
+    pair_add = np.zeros(n, dtype=bool)     # at before rows: the after of the pair is a value
+    pair_add[b_idx] = add[b_idx + 1]
+    differs = np.ones(n, dtype=bool)       # at before rows and at their after rows
+    options = table.core_options
+    if options.changelog_row_deduplicate and len(b_idx):
+        ignored = set(options.changelog_row_deduplicate_ignore_fields)
+        compared = [c for c in table.schema().field_names if c not in ignored]
+        same = _equal_rows(both.take(b_idx), both.take(b_idx + 1), compared)
+        differs[b_idx] = ~same
+        differs[b_idx + 1] = ~same
+    after_rows = side == 1
+    insert = after_rows & ~has_before & add
+    update_after = after_rows & has_before & add & differs
+    delete = (side == 0) & ~pair_add
+    update_before = (side == 0) & pair_add & differs
+    kinds = np.full(n, INSERT, dtype=np.int8)
+    kinds[update_after] = UPDATE_AFTER
+    kinds[delete] = DELETE
+    kinds[update_before] = UPDATE_BEFORE
+    keep = insert | update_after | delete | update_before
+    out = both.drop_columns([_SIDE])
+    out = out.set_column(out.column_names.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
+    return out.filter(pa.array(keep))
+
+
+def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
+                    file_source: int) -> list[DataFileMeta]:
+    """`rows` (sorted by key) as one changelog file in the bucket directory: `changelog-<uuid>-0.parquet`, with
+    a data file's columns; nothing when there are no rows."""
+    if rows.num_rows == 0:
+        return []
+    schema = table.schema()
+    seq = rows.column(SEQUENCE_NUMBER).combine_chunks().cast(pa.int64())
+    kinds = rows.column(VALUE_KIND).combine_chunks().cast(pa.int8())
+    data = rows.select(schema.field_names)
+    return [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, data, seq, kinds,
+                          table.core_options.file_compression, level=0, file_source=file_source,
+                          prefix="changelog")]
