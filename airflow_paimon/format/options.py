@@ -7,16 +7,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Mapping, Sequence
 
-from . import periods
 from .errors import InvalidOptionError
-
-
-def parse_duration(text: str, option: str = "duration") -> timedelta:
-    """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
-    try:
-        return periods.parse_duration(text)
-    except ValueError as e:
-        raise InvalidOptionError(f"{option}: {e}") from None
+from .upkeep.expire_policy import ExpirePolicy
+from .values import option_boolean
 
 
 def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int | None = None) -> int | None:
@@ -32,18 +25,11 @@ def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int
     return value
 
 
-def parse_bool(text: str, option: str = "value") -> bool:
-    """Paimon's booleans: 'true' or 'false' in any case, with errors that name the option."""
-    if str(text).lower() in ("true", "false"):
-        return str(text).lower() == "true"
-    raise InvalidOptionError(f"{option}: {text!r} is not 'true' or 'false'")
-
-
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     raw = options.get(key)
     if raw is None:
         return default
-    return parse_bool(raw, key)
+    return option_boolean(raw, key)
 
 
 def _field_list(options: Mapping[str, str], key: str) -> tuple[str, ...]:
@@ -123,11 +109,7 @@ class TableOptions:
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
-        retained_min = _int(options, "snapshot.num-retained.min", 10, minimum=1)
-        retained_max = _int(options, "snapshot.num-retained.max", 2**31 - 1, minimum=1)
-        if retained_max < retained_min:
-            raise InvalidOptionError(
-                f"snapshot.num-retained.max: {retained_max} is below snapshot.num-retained.min {retained_min}")
+        expiry = ExpirePolicy.from_options(options)
         return cls(
             bucket=bucket,
             bucket_key=tuple(k.strip() for k in bucket_key.split(",")) if bucket_key else None,
@@ -143,11 +125,10 @@ class TableOptions:
             changelog_producer=changelog,
             partition_default_name=options.get("partition.default-name", "__DEFAULT_PARTITION__"),
             partition_legacy_name=_bool(options, "partition.legacy-name", True),
-            snapshot_num_retained_min=retained_min,
-            snapshot_num_retained_max=retained_max,
-            snapshot_time_retained=parse_duration(options.get("snapshot.time-retained", "1 h"),
-                                                  "snapshot.time-retained"),
-            snapshot_expire_limit=_int(options, "snapshot.expire.limit", 50, minimum=1),
+            snapshot_num_retained_min=expiry.retain_min,
+            snapshot_num_retained_max=expiry.retain_max,
+            snapshot_time_retained=expiry.time_retained,
+            snapshot_expire_limit=expiry.max_deletes,
             # Paimon: 128 MB for primary-key tables, 256 MB for append tables unless set.
             target_file_size=_parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
                                            "target-file-size"),

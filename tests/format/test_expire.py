@@ -185,14 +185,14 @@ def test_manifests_are_read_once_per_expiry(churn, monkeypatch):
 # ---- bad inputs ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"retain_min": 0}, "retain_min must be at least 1"),
+    ({"retain_min": 0}, "retain_min: must be at least 1"),
     ({"retain_min": -3}, "retain_min"),
     ({"retain_min": "many"}, "whole number"),
     ({"retain_min": 1.5}, "whole number"),
     ({"retain_min": True}, "whole number"),
     ({"retain_min": 5, "retain_max": 2}, "retain_max"),
     ({"max_deletes": 0}, "max_deletes"),
-    ({"older_than": "yesterday-ish"}, "not a point in time"),
+    ({"older_than": "yesterday-ish"}, "older_than: expected a duration .* or a point in time"),
     ({"older_than": dt.timedelta(hours=-1)}, "negative"),
     ({"now": "not a time"}, "not a point in time"),
 ])
