@@ -89,9 +89,10 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     elif spec.get("older_than_age"):
         older_than = duration(spec["older_than_age"], "older_than_age")
     threshold = orphan_threshold(older_than, int(time.time() * 1000))
+    tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
     check_supported(table)
     io, root, depth = table.io, table.path, len(table.partition_keys)
-    k = count(spec.get("num_tasks"), "num_tasks", default=max(1, spark.sparkContext.defaultParallelism * 2))
+    k = max(1, spark.sparkContext.defaultParallelism * 2) if tasks is None else tasks
     units = _listing_units(io, root, depth, 4 * k)
     referenced = spark.sparkContext.broadcast(frozenset(referenced_names(table)))
     schema = T.StructType([T.StructField("path", T.StringType()), T.StructField("size", T.LongType()),

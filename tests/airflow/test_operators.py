@@ -408,7 +408,7 @@ def test_rollback_target_is_explicit(table):
         RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe")
     with pytest.raises(ValueError, match="to_snapshot: must be at least 1"):
         RollbackOperator(task_id="r", table="db.orders", to_snapshot=0)
-    with pytest.raises(ValueError, match="to_time: expected a point in time"):
+    with pytest.raises(ValueError, match="to_time: 'yesterday' is not a point in time; expected ISO 8601"):
         RollbackOperator(task_id="r", table="db.orders", to_time="yesterday")
     assert table.latest_snapshot().id == 5
 
