@@ -9,20 +9,7 @@ from typing import Mapping, Sequence
 
 from .errors import InvalidOptionError
 from .upkeep.expire_policy import ExpirePolicy
-from .values import option_boolean
-
-
-def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int | None = None) -> int | None:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidOptionError(f"{key}: {raw!r} is not an integer") from None
-    if minimum is not None and value < minimum:
-        raise InvalidOptionError(f"{key}: {value} is below the minimum {minimum}")
-    return value
+from .values import count, option_boolean
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -92,7 +79,7 @@ class TableOptions:
         """Read the options, refusing bad values; what this library cannot read or write is only recorded
         (`read_refusal`, `write_refusal`), so that metadata work (snapshots, tags, expiry, orphans) works on
         every table."""
-        bucket = _int(options, "bucket", -1)
+        bucket = count(options.get("bucket"), "bucket", minimum=None, default=-1)
         if bucket == 0 or bucket < -2:
             raise InvalidOptionError(f"bucket: {bucket} is not a bucket number (>= 1), -1 (dynamic) or -2 (postpone)")
         merge_engine = options.get("merge-engine", "deduplicate")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     CorruptFileError,
     InvalidOptionError,
+    InvalidValueError,
     PaimonError,
     SnapshotNotFoundError,
     TagAlreadyExistsError,
@@ -41,14 +42,14 @@ class TagManager:
 
     def check_new_name(self, name: Any) -> str:
         """values.tag_name, plus: the tag file name fits this filesystem."""
-        tag_name(name)
-        size = len(name.encode("utf-8"))
+        checked = tag_name(name)
+        size = len(checked.encode("utf-8"))
         if self.io.local and size > MAX_LOCAL_TAG_NAME_BYTES:
-            raise InvalidOptionError(
-                f"tag name is {size} bytes long in UTF-8; on a local filesystem at most "
+            raise InvalidValueError(
+                f"tag name: is {size} bytes long in UTF-8; on a local filesystem at most "
                 f"{MAX_LOCAL_TAG_NAME_BYTES} fit (file names hold 255 bytes, including the 'tag-' prefix and "
                 "the temporary name of the atomic write)")
-        return name
+        return checked
 
     # ---- reading ---------------------------------------------------------------------------------------
     def _fits(self, name: str) -> bool:
