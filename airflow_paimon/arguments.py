@@ -6,9 +6,10 @@ argument (``"{{ params.days }}"``) can only be checked once rendered: the operat
 rendering, before ``execute``, with the same functions.
 
 Each parser takes the value and the argument's name and returns the parsed value or raises
-:class:`ArgumentError`, whose message names the argument, says what is wrong and what is expected. The
-parsers reuse the format library's own (durations, tag names, table identifiers), so an argument is refused
-here exactly when the library would refuse it later.
+:class:`ArgumentError` (the format library's ``InvalidValueError``), whose message names the argument, says
+what is wrong and what is expected. Times, durations, counts, booleans and tag names are read by
+:mod:`airflow_paimon.format.values`, as the library, the command line and the Spark applications read them,
+so an argument is refused here exactly when the library would refuse it later.
 
 No Airflow imports: the command line uses the same rules.
 """
@@ -20,11 +21,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from airflow_paimon.format import values
 from airflow_paimon.format.catalog import split_identifier
-from airflow_paimon.format.errors import PaimonError
-from airflow_paimon.format.options import parse_bool
-from airflow_paimon.format.period_values import parse_duration, parse_timezone
-from airflow_paimon.format.tag_file import check_tag_name
+from airflow_paimon.format.errors import InvalidValueError, PaimonError
+from airflow_paimon.format.period_values import parse_timezone
 
 __all__ = [
     "ArgumentError",
@@ -52,8 +52,8 @@ _IANA_AREAS = ("Africa", "America", "Antarctica", "Arctic", "Asia", "Atlantic", 
                "Pacific", "Etc")
 
 
-class ArgumentError(ValueError):
-    """An operator or sensor argument that cannot work; the message names the argument."""
+ArgumentError = InvalidValueError
+"""An operator or sensor argument that cannot work; the message names the argument."""
 
 
 def is_template(value: Any) -> bool:
@@ -82,91 +82,37 @@ def table_identifier(value: Any, name: str = "table") -> str:
 
 def tag_name(value: Any, name: str = "tag_name") -> str:
     """A name Paimon accepts for a new tag: not purely numeric (it would read as a snapshot id), no path parts."""
-    try:
-        return check_tag_name(value)
-    except PaimonError as exc:
-        raise _fail(name, str(exc)) from None
+    return values.tag_name(value, name)
 
 
 def duration(value: Any, name: str, *, positive: bool = False) -> dt.timedelta:
-    """A ``timedelta`` or a Paimon duration string (``'7d'``, ``'12 h'``, ``'30 min'``)."""
-    if isinstance(value, dt.timedelta):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = parse_duration(value)
-        except ValueError as exc:
-            raise _fail(name, f"expected a duration such as '7d', '12 h' or '30 min': {exc}") from None
-    else:
-        raise _fail(name, f"expected a duration (a timedelta or a string such as '7d'), not "
-                          f"{type(value).__name__} {value!r}")
-    if positive and parsed <= dt.timedelta(0):
-        raise _fail(name, f"the duration must be positive, got {value!r}")
-    return parsed
+    """A ``timedelta`` or a Paimon duration string (``'7d'``, ``'12 h'``, ``'30 min'``), never negative."""
+    return values.duration(value, name, positive=positive)
 
 
 def point_in_time(value: Any, name: str) -> dt.datetime:
-    """A ``datetime`` or an ISO 8601 date or date-time string."""
-    if isinstance(value, dt.datetime):
-        return value
-    if isinstance(value, dt.date):
-        return dt.datetime.combine(value, dt.time())
-    if isinstance(value, str):
-        text = value.strip()
-        text = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
-        try:
-            return dt.datetime.fromisoformat(text)
-        except ValueError:
-            pass
-    raise _fail(name, f"expected a point in time (a datetime or ISO 8601, e.g. '2026-11-20T02:00:00+00:00'), "
-                      f"not {value!r}")
+    """A ``datetime``, a date, an ISO 8601 string or epoch milliseconds (no zone: UTC), as an aware datetime."""
+    return values.instant(value, name)
 
 
 def duration_or_time(value: Any, name: str) -> dt.timedelta | dt.datetime:
-    """A duration before now (``timedelta``, ``'7d'``) or a point in time (``datetime``, ISO 8601).
-
-    A string that starts with a number and is not an ISO time is read as a duration, so ``'7 dayz'`` is
-    reported as a malformed duration rather than as a malformed time.
-    """
-    if isinstance(value, (dt.timedelta, dt.datetime, dt.date)):
-        return duration(value, name) if isinstance(value, dt.timedelta) else point_in_time(value, name)
-    if isinstance(value, str):
-        try:
-            return point_in_time(value, name)
-        except ArgumentError:
-            return duration(value, name)
-    raise _fail(name, f"expected a duration ('7d', a timedelta) or a point in time (ISO 8601, a datetime), "
-                      f"not {type(value).__name__} {value!r}")
+    """A duration before now (``timedelta``, ``'7d'``) or a point in time (``datetime``, ISO 8601)."""
+    return values.age_or_instant(value, name)
 
 
 def whole_number(value: Any, name: str, *, minimum: int | None = None) -> int:
     """An ``int`` (or, once rendered, a string of digits) at or above ``minimum``."""
-    if isinstance(value, bool):
-        raise _fail(name, f"expected a whole number, not {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-        number = int(value)
-    else:
-        raise _fail(name, f"expected a whole number, not {type(value).__name__} {value!r}")
-    if minimum is not None and number < minimum:
-        raise _fail(name, f"must be at least {minimum}, got {number}")
-    return number
+    return values.count(value, name, minimum=minimum)
 
 
 def flag(value: Any, name: str, *, rendered: bool = False) -> bool:
-    """``True`` or ``False``. A string is accepted only once rendered from a template (``'True'``/``'false'``):
-    as a literal, ``'false'`` is a true value in Python, the classic mistake this refuses."""
-    if isinstance(value, bool):
-        return value
-    if rendered and isinstance(value, str):
-        try:
-            return parse_bool(value.strip(), name)
-        except PaimonError:
-            pass
-    if isinstance(value, str):
+    """``True`` or ``False``. A string is accepted only once rendered from a template (``'True'``, ``'false'``,
+    ``'yes'``...): as a literal, ``'false'`` is a true value in Python, the classic mistake this refuses."""
+    if isinstance(value, str) and not rendered:
         raise _fail(name, f"expected True or False, not the string {value!r}")
-    raise _fail(name, f"expected True or False, not {type(value).__name__} {value!r}")
+    if not isinstance(value, (bool, str)):
+        raise _fail(name, f"expected True or False, not {type(value).__name__} {value!r}")
+    return values.boolean(value, name)
 
 
 def one_of(value: Any, name: str, choices: Iterable[str]) -> str:

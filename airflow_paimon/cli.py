@@ -8,9 +8,11 @@ Every command takes the table (`database.table`) first and `--warehouse URI` (de
 or `--conn-id ID` to use an Airflow connection of type `paimon` (its warehouse, keys and filesystem options,
 read through PaimonHook; needs Airflow installed). `--option KEY=VALUE` (repeatable) adds or overrides a
 filesystem option such as `s3.endpoint`; option values are never printed (they may be secrets). Listings print
-an aligned table, or JSON with `--json`. Times given on the command line are ISO 8601
-(`2026-11-20`, `2026-11-20 02:00:00`, `2026-11-20T02:00:00+01:00`); without an offset they are UTC, and times
-printed are UTC too. Errors print one line on stderr and exit with status 1 (2 for a bad command line).
+an aligned table, or JSON with `--json`. Values are read as everywhere in the package
+(`airflow_paimon.format.values`): times are ISO 8601 (`2026-11-20`, `2026-11-20 02:00:00`,
+`2026-11-20T02:00:00+01:00`), without an offset they are UTC, and times printed are UTC too; durations and ages
+are Paimon's (`7d`, `12 h`, `30 min`). Errors print one line on stderr and exit with status 1 (2 for a bad
+command line).
 """
 
 from __future__ import annotations
@@ -43,22 +45,11 @@ class _Parser(argparse.ArgumentParser):
 # Parsing values
 # ---------------------------------------------------------------------------------------------------------
 
-def parse_time(text: str, flag: str | None = None) -> int:
+def parse_time(text: str, flag: str = "time") -> int:
     """ISO 8601 date or date-time, with or without an offset (none: UTC) -> epoch milliseconds."""
-    raw = str(text).strip()
-    value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
-    try:
-        if len(value) == 10 and value[4] == "-" and value[7] == "-":
-            parsed = dt.datetime.combine(dt.date.fromisoformat(value), dt.time())
-        else:
-            parsed = dt.datetime.fromisoformat(value)
-    except (ValueError, IndexError):
-        where = f"{flag}: " if flag else ""
-        raise CliError(f"{where}{raw!r} is not an ISO 8601 time (examples: 2026-11-20, '2026-11-20 02:00:00', "
-                       "2026-11-20T02:00:00+01:00)") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    return int(parsed.timestamp() * 1000)
+    from airflow_paimon.format.values import epoch_millis
+
+    return epoch_millis(text, flag)
 
 
 def _utc(millis: int | None) -> str | None:
@@ -254,7 +245,11 @@ def cmd_tag_create(args: argparse.Namespace) -> int:
     from airflow_paimon.format import periodic_tags
     table = _table(args)
     as_of = parse_time(args.as_of, "--as-of") if args.as_of is not None else None
-    applied = periodic_tags.apply(table, args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=args.retain,
+    from airflow_paimon.format.values import duration
+
+    retain = duration(args.retain, "--retain", positive=True) if args.retain is not None else None
+    applied = periodic_tags.apply(table, args.name, snapshot_id=args.snapshot, as_of=as_of, time_retained=retain,
+
                                   if_exists="replace" if args.replace else "verify")
     tag = applied.tag
     if args.json:
@@ -299,11 +294,15 @@ def cmd_tag_rename(args: argparse.Namespace) -> int:
 
 
 def cmd_expire_snapshots(args: argparse.Namespace) -> int:
+    from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
+    from airflow_paimon.format.values import age_or_instant
+
     table = _table(args)
-    older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
+    older = age_or_instant(args.older_than, "--older-than") if args.older_than is not None else None
+    policy = ExpirePolicy.from_options(table.options(), retain_min=args.retain_min, retain_max=args.retain_max,
+                                       older_than=older, max_deletes=args.max_deletes)
     with _progress() as progress:
-        result = table.expire_snapshots(retain_min=args.retain_min, retain_max=args.retain_max, older_than=older,
-                                        max_deletes=args.max_deletes, dry_run=args.dry_run, progress=progress)
+        result = table.expire_snapshots(policy=policy, dry_run=args.dry_run, progress=progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -338,9 +337,9 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if len(given) != 1:
         raise CliError("give exactly one of --tag NAME, --snapshot N and --time TIME")
     table = _table(args)
-    to_time = None
-    if args.time is not None:
-        to_time = dt.datetime.fromtimestamp(parse_time(args.time, "--time") / 1000, dt.timezone.utc)
+    from airflow_paimon.format.values import instant
+
+    to_time = instant(args.time, "--time") if args.time is not None else None
     with _progress() as progress:
         result = table.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time, dry_run=args.dry_run,
                                 progress=progress)
@@ -350,9 +349,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 def cmd_remove_orphans(args: argparse.Namespace) -> int:
     from airflow_paimon.format.upkeep.results import human_bytes
+    from airflow_paimon.format.values import age_or_instant
 
     table = _table(args)
-    older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
+    older = age_or_instant(args.older_than, "--older-than") if args.older_than is not None else None
     with _progress() as progress:
         result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
     if args.json:
@@ -500,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--retain-min", metavar="N", type=int, help="always keep at least the N newest snapshots")
     p.add_argument("--retain-max", metavar="N", type=int, help="keep at most N snapshots")
-    p.add_argument("--older-than", metavar="TIME", help="expire snapshots superseded before TIME")
+    p.add_argument("--older-than", metavar="TIME|AGE",
+                   help="expire snapshots superseded before TIME, or more than AGE (e.g. 7d) ago")
     p.add_argument("--max-deletes", metavar="N", type=int, help="expire at most N snapshots in this run")
     p.add_argument("--dry-run", action="store_true", help="show what would be deleted, delete nothing")
 
@@ -526,7 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
              "airflow-paimon remove-orphan-files sales.orders --older-than 2026-11-19 --dry-run",
              cmd_remove_orphans)
     _common(p)
-    p.add_argument("--older-than", metavar="TIME", help="only files last modified before TIME (default: now - 1 day)")
+    p.add_argument("--older-than", metavar="TIME|AGE",
+                   help="only files last modified before TIME, or more than AGE (e.g. 3d) ago (default: 1 day)")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
 
     p = _sub(subs, "read", "read rows of the latest snapshot (or of a tag, snapshot or time)",

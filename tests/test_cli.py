@@ -95,6 +95,16 @@ def test_expire_snapshots_dry_run_then_real(wh, capsys):
     assert code == 0 and json.loads(out)["snapshots"] == [1, 2, 3]
 
 
+def test_expire_snapshots_older_than_an_age_as_the_operator_takes_it(wh, capsys):
+    tmp, t = wh
+    code, out, err = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", "0 s",
+                         "--max-deletes", "2", "--dry-run")
+    assert code == 0 and "would delete 2 snapshot(s) 1..2" in out, err
+    code, out, err = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", "30 d",
+                         "--dry-run")
+    assert code == 0 and "snapshot(s)" not in out, out
+
+
 def test_expire_tags(wh, capsys):
     tmp, t = wh
     t.tags.create("2026-11-01", snapshot_id=1)
@@ -192,15 +202,17 @@ def test_read_formats(wh, capsys, tmp_path):
     (["tag", "create", "db.t", "123"], "purely numeric"),
     (["tag", "create", "db.t", "a/b"], "must not contain"),
     (["tag", "create", "db.t", "x", "--snapshot", "99"], "snapshot 99"),
-    (["tag", "create", "db.t", "x", "--as-of", "yesterday"], "not an ISO 8601 time"),
-    (["tag", "create", "db.t", "x", "--retain", "forever"], "not a duration"),
+    (["tag", "create", "db.t", "x", "--as-of", "yesterday"], "--as-of: 'yesterday' is not a point in time"),
+    (["tag", "create", "db.t", "x", "--retain", "forever"], "--retain: expected a duration such as '7d'"),
     (["tag", "delete", "db.t", "nope"], "tag 'nope' does not exist"),
     (["tag", "rename", "db.t", "nope", "other"], "does not exist"),
-    (["expire-snapshots", "db.t", "--retain-min", "0"], "retain_min must be at least 1"),
+    (["expire-snapshots", "db.t", "--retain-min", "0"], "retain_min: must be at least 1"),
+    (["expire-snapshots", "db.t", "--older-than", "7 dayz"], "--older-than: expected a duration such as '7d'"),
+    (["remove-orphan-files", "db.t", "--older-than", "soon"], "--older-than: expected a duration such as '7d'"),
     (["expire-snapshots", "db.t", "--retain-min", "5", "--retain-max", "2"], "retain_max"),
     (["rollback", "db.t", "--snapshot", "99"], "snapshot 99"),
     (["rollback", "db.t", "--tag", "no-such-tag"], "tag 'no-such-tag' does not exist on db.t"),
-    (["rollback", "db.t", "--time", "nope"], "--time: 'nope' is not an ISO 8601 time"),
+    (["rollback", "db.t", "--time", "nope"], "--time: 'nope' is not a point in time"),
     (["rollback", "db.t", "--time", "2001-01-01"], "its first commit (snapshot 1) was at"),
     (["rollback", "db.t"], "give exactly one of --tag NAME, --snapshot N and --time TIME"),
     (["rollback", "db.t", "--tag", "v", "--snapshot", "1"], "give exactly one"),

@@ -13,6 +13,7 @@ from .errors import (
     DuplicateKeyError,
     InvalidDataError,
     InvalidOptionError,
+    InvalidValueError,
     MergeClauseError,
     PaimonError,
     PeriodMismatchError,
@@ -36,7 +37,8 @@ __all__ = [
     "Catalog", "Table", "Snapshot", "Tag", "Split", "CommitId", "CommitMessage", "Transaction", "SchemaChange",
     # every error the library raises on purpose, all under PaimonError
     "PaimonError", "TableNotFoundError", "TableAlreadyExistsError", "UnsupportedTableError",
-    "SchemaMismatchError", "SchemaChangeError", "InvalidOptionError", "InvalidDataError", "DuplicateKeyError",
+    "SchemaMismatchError", "SchemaChangeError", "InvalidOptionError", "InvalidValueError",
+    "InvalidDataError", "DuplicateKeyError",
     "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError", "TagAlreadyExistsError",
     "CorruptFileError", "CommitConflictError", "PeriodMismatchError", "MergeClauseError",
 ]

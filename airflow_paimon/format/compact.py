@@ -33,6 +33,7 @@ from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from .read import fill_partition, merge_on_read, read_files
 from .scan import ScanPlanner, Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
+from .values import count
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -46,12 +47,7 @@ DEFAULT_SORTED_RUN_TRIGGER = 5
 
 def _int_option(options: Mapping[str, str], key: str) -> int | None:
     raw = options.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise InvalidOptionError(f"{key}: {raw!r} is not an integer") from None
+    return None if raw is None else count(str(raw), key, minimum=None)
 
 
 def max_level(table: "Table") -> int:

@@ -26,6 +26,11 @@ class InvalidOptionError(PaimonError, ValueError):
     """A table option or an argument that stands for one has a bad value."""
 
 
+class InvalidValueError(InvalidOptionError):
+    """A value given by a person (an argument, a flag, a table option) is not in any accepted form: the message
+    names the argument, the forms accepted and the value given (see values.py)."""
+
+
 class SnapshotNotFoundError(PaimonError):
     """The asked-for snapshot does not exist (never committed, or expired)."""
 

@@ -7,43 +7,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Mapping, Sequence
 
-from . import period_values
 from .errors import InvalidOptionError
-
-
-def parse_duration(text: str, option: str = "duration") -> timedelta:
-    """Paimon's duration syntax (`1 h`, `30min`, `7d`), with errors that name the option."""
-    try:
-        return period_values.parse_duration(text)
-    except ValueError as e:
-        raise InvalidOptionError(f"{option}: {e}") from None
-
-
-def _int(options: Mapping[str, str], key: str, default: int, minimum: int | None = None) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise InvalidOptionError(f"{key}: {raw!r} is not an integer") from None
-    if minimum is not None and value < minimum:
-        raise InvalidOptionError(f"{key}: {value} is below the minimum {minimum}")
-    return value
-
-
-def parse_bool(text: str, option: str = "value") -> bool:
-    """Paimon's booleans: 'true' or 'false' in any case, with errors that name the option."""
-    if str(text).lower() in ("true", "false"):
-        return str(text).lower() == "true"
-    raise InvalidOptionError(f"{option}: {text!r} is not 'true' or 'false'")
+from .upkeep.expire_policy import ExpirePolicy
+from .values import count, option_boolean
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     raw = options.get(key)
     if raw is None:
         return default
-    return parse_bool(raw, key)
+    return option_boolean(raw, key)
 
 
 def _field_list(options: Mapping[str, str], key: str) -> tuple[str, ...]:
@@ -114,7 +87,7 @@ class TableOptions:
         """Read the options, refusing bad values; what this library cannot read or write is only recorded
         (`read_refusal`, `write_refusal`), so that metadata work (snapshots, tags, expiry, orphans) works on
         every table."""
-        bucket = _int(options, "bucket", -1)
+        bucket = count(options.get("bucket"), "bucket", minimum=None, default=-1)
         if bucket == 0 or bucket < -2:
             raise InvalidOptionError(f"bucket: {bucket} is not a bucket number (>= 1), -1 (dynamic) or -2 (postpone)")
         merge_engine = options.get("merge-engine", "deduplicate")
@@ -129,7 +102,7 @@ class TableOptions:
         if changelog != "none" and not has_primary_key:
             raise InvalidOptionError(f"changelog-producer: {changelog!r} needs a primary-key table (as in Paimon); "
                                      "define primary keys or leave changelog-producer at 'none'")
-        delta_commits = (_int(options, "full-compaction.delta-commits", 1, minimum=1)
+        delta_commits = (count(options["full-compaction.delta-commits"], "full-compaction.delta-commits")
                          if "full-compaction.delta-commits" in options else None)
         if delta_commits is not None and changelog == "lookup":
             raise InvalidOptionError("full-compaction.delta-commits: incompatible with changelog-producer = 'lookup' "
@@ -141,11 +114,7 @@ class TableOptions:
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
-        retained_min = _int(options, "snapshot.num-retained.min", 10, minimum=1)
-        retained_max = _int(options, "snapshot.num-retained.max", 2**31 - 1, minimum=1)
-        if retained_max < retained_min:
-            raise InvalidOptionError(
-                f"snapshot.num-retained.max: {retained_max} is below snapshot.num-retained.min {retained_min}")
+        expiry = ExpirePolicy.from_options(options)
         return cls(
             bucket=bucket,
             bucket_key=tuple(k.strip() for k in bucket_key.split(",")) if bucket_key else None,
@@ -165,11 +134,10 @@ class TableOptions:
             full_compaction_delta_commits=delta_commits,
             partition_default_name=options.get("partition.default-name", "__DEFAULT_PARTITION__"),
             partition_legacy_name=_bool(options, "partition.legacy-name", True),
-            snapshot_num_retained_min=retained_min,
-            snapshot_num_retained_max=retained_max,
-            snapshot_time_retained=parse_duration(options.get("snapshot.time-retained", "1 h"),
-                                                  "snapshot.time-retained"),
-            snapshot_expire_limit=_int(options, "snapshot.expire.limit", 50, minimum=1),
+            snapshot_num_retained_min=expiry.retain_min,
+            snapshot_num_retained_max=expiry.retain_max,
+            snapshot_time_retained=expiry.time_retained,
+            snapshot_expire_limit=expiry.max_deletes,
             # Paimon: 128 MB for primary-key tables, 256 MB for append tables unless set.
             target_file_size=_parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
                                            "target-file-size"),

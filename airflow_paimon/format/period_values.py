@@ -13,6 +13,8 @@ import re
 import pendulum
 from pendulum.tz.timezone import FixedTimezone, Timezone
 
+from .values import format_duration, parse_duration
+
 __all__ = [
     "FORMATTER_WITHOUT_DASHES",
     "FORMATTER_WITH_DASHES",
@@ -39,65 +41,7 @@ _UTC = pendulum.UTC
 # Durations (Paimon's TimeUtils.parseDuration syntax)
 # ---------------------------------------------------------------------------------------------------------
 
-# Paimon's labels; each plural label is also accepted with a trailing "s".
-_UNIT_LABELS: dict[str, tuple[str, ...]] = {
-    "days": ("d", "day", "days"),
-    "hours": ("h", "hour", "hours"),
-    "minutes": ("min", "m", "minute", "minutes"),
-    "seconds": ("s", "sec", "secs", "second", "seconds"),
-    "milliseconds": ("ms", "milli", "millis", "millisecond", "milliseconds"),
-    "microseconds": ("µs", "us", "micro", "micros", "microsecond", "microseconds"),
-    "nanoseconds": ("ns", "nano", "nanos", "nanosecond", "nanoseconds"),
-}
-_LABEL_TO_UNIT = {label: unit for unit, labels in _UNIT_LABELS.items() for label in labels}
-_DURATION_RE = re.compile(r"(\d+)\s*(\S*)")
-
-
-def parse_duration(text: str) -> _dt.timedelta:
-    """Parse a Paimon duration such as ``1d``, ``2 d``, ``48h``, ``30 min``, ``500ms`` or ``2 days``.
-
-    The syntax is Paimon's (``TimeUtils.parseDuration``): a non-negative whole number, optional spaces and a
-    unit label (``d``/``day``/``days``, ``h``/``hour(s)``, ``min``/``m``/``minute(s)``, ``s``/``sec(s)``/
-    ``second(s)``, ``ms``/``milli(s)``/``millisecond(s)``, ``µs``/``micro(s)``, ``ns``/``nano(s)``); labels
-    are case-insensitive and a number without a label means milliseconds. Nanoseconds are rounded to
-    microseconds. Raises ``ValueError`` for anything else.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"a duration must be a string such as '1d' or '30 min', not {text!r}")
-    trimmed = text.strip()
-    match = _DURATION_RE.fullmatch(trimmed)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration: expected a whole number and a unit, e.g. '1d', '12h', '30 min'")
-    number, label = int(match.group(1)), match.group(2).lower()
-    if not label:
-        return _dt.timedelta(milliseconds=number)
-    unit = _LABEL_TO_UNIT.get(label)
-    if unit is None:
-        raise ValueError(
-            f"{text!r} is not a duration: unknown unit {match.group(2)!r} "
-            f"(use d, h, min, s, ms, µs or ns, or their full names)"
-        )
-    try:
-        if unit == "nanoseconds":
-            return _dt.timedelta(microseconds=round(number / 1000))
-        return _dt.timedelta(**{unit: number})
-    except OverflowError:
-        raise ValueError(f"{text!r} is not a duration: it is too long") from None
-
-
-def format_duration(value: _dt.timedelta) -> str:
-    """Write a duration in the largest Paimon unit that keeps it exact (``2 d``, ``90 min``, ``1500 ms``)."""
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    for label, size in (
-        ("d", 86_400_000_000),
-        ("h", 3_600_000_000),
-        ("min", 60_000_000),
-        ("s", 1_000_000),
-        ("ms", 1_000),
-    ):
-        if micros % size == 0:
-            return f"{micros // size} {label}"
-    return f"{micros} µs"
+# Paimon's duration syntax has one reader: values.parse_duration (re-exported here with its writer).
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from .errors import SchemaChangeError, UnsupportedTableError
 from .options import TableOptions
 from .schema import DataField, SchemaManager, TableSchema
 from .types import arrow_to_paimon, normalize_arrow, paimon_to_arrow, split_nullability
+from .values import option_boolean
 
 __all__ = ["SchemaChange", "SchemaChangeError", "apply_schema_changes", "commit_schema_changes", "widens"]
 
@@ -193,7 +194,8 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
             highest += 1
             field = DataField(highest, name, type_text, change.description)
             at = len(fields)
-            if options.get("add-column-before-partition", "false").strip().lower() == "true" and partition:
+            if option_boolean(options.get("add-column-before-partition", "false"), "add-column-before-partition") \
+                    and partition:
                 at = next(i for i, f in enumerate(fields) if f.name in partition)
             fields.insert(at, field)
         elif change.action == "rename":

@@ -28,13 +28,14 @@ from .system_tables import system_table
 from .tag_file import Tag
 from .tags import TagManager
 from .time_travel import TimeTravel, snapshot_at
-from .timepoints import to_epoch_millis
+from .upkeep.expire_policy import ExpirePolicy
 from .upkeep.orphans import remove_orphan_files
 from .upkeep.progress import Progress
 from .upkeep.results import CleanupResult, OrphanResult
 from .upkeep.rollback import rollback
 from .upkeep.snapshot_expiry import expire_snapshots
 from .upkeep.tag_cleanup import expire_tags
+from .values import epoch_millis
 from .write import TableWrite
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ class Table:
         return self.snapshot_manager.snapshot(snapshot_id)
 
     def snapshot_at_or_before(self, when: Any) -> Snapshot | None:
-        return self.snapshot_manager.latest_at_or_before(to_epoch_millis(when))
+        return self.snapshot_manager.latest_at_or_before(epoch_millis(when, "when"))
 
     def find_commit(self, commit_id: CommitId) -> Snapshot | None:
         """The snapshot (retained, or copied into a tag) holding this commit, if it landed; see commit.find_commit."""
@@ -245,7 +246,7 @@ class Table:
         provably holds the state current then. With `closest_tag=True` that tag is used instead, and the result
         says so (`how == "closest-tag"`).
         """
-        return snapshot_at(self, to_epoch_millis(as_of), closest_tag,
+        return snapshot_at(self, epoch_millis(as_of, "as_of"), closest_tag,
                            "read that tag, or ask for the closest tag (closest_tag=True, --closest-tag)")
 
     @cached_property
@@ -385,8 +386,10 @@ class Table:
 
     def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
                          older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
-                         *, now: Any = None, progress: Progress | None = None) -> CleanupResult:
-        return expire_snapshots(self, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress)
+                         *, now: Any = None, progress: Progress | None = None,
+                         policy: ExpirePolicy | None = None) -> CleanupResult:
+        return expire_snapshots(self, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress,
+                                policy)
 
     def expire_tags(self, now: Any = None, dry_run: bool = False, *,
                     progress: Progress | None = None) -> CleanupResult:

@@ -1,4 +1,4 @@
-"""A tag file's content: the tagged snapshot's JSON plus Paimon's tag fields, and the rules for tag names.
+"""A tag file's content: the tagged snapshot's JSON plus Paimon's tag fields (tag names: values.tag_name).
 
 A tag file is the tagged snapshot's JSON, exactly as Paimon writes it. When the tag has a retention, Paimon adds
 two fields: `tagCreateTime` (a Java LocalDateTime, written as `[y, mo, d, h, mi, s, nanos]` in the writer's local
@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import InvalidOptionError, PaimonError
-from .options import parse_duration
 from .snapshot import Snapshot
-from .timepoints import to_epoch_millis
+from .values import instant
 
 TAG_PREFIX = "tag-"
-MAX_TAG_NAME_LENGTH = 255
 # Local and POSIX filesystems hold file names of at most 255 bytes; a tag file is written atomically through
 # a temporary ".tag-<name>.<32 hex>.tmp" next to it, so the name itself may take 255 - 42 bytes there.
 MAX_LOCAL_TAG_NAME_BYTES = 255 - len(".tag-") - len(".0123456789abcdef0123456789abcdef.tmp")
 _TAG_FIELDS = ("tagCreateTime", "tagTimeRetained")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
 
 def local_datetime_to_json(value: dt.datetime) -> list[int]:
     """Java's LocalDateTime as Paimon's Jackson mapper writes it: [y, mo, d, h, mi, s, nanos]."""
@@ -82,69 +78,15 @@ def local_now() -> dt.datetime:
     return dt.datetime.now()
 
 
-def to_local_naive(value: Any) -> dt.datetime:
-    """A point in time as a naive local date-time (how tag create times are stored and compared)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return dt.datetime.fromtimestamp(value / 1000)
-    if isinstance(value, str):
-        try:
-            return dt.datetime.fromtimestamp(to_epoch_millis(value) / 1000)
-        except (ValueError, PaimonError):
-            raise InvalidOptionError(f"{value!r} is not a point in time (ISO 8601, e.g. '2026-11-20 02:00')") \
-                from None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            return value
-        return value.astimezone().replace(tzinfo=None)
-    if isinstance(value, dt.date):
+def to_local_naive(value: Any, name: str = "now") -> dt.datetime:
+    """A point in time as a naive local date-time (how tag create times are stored and compared). A naive
+    ``datetime`` or ``date`` is taken as that local wall-clock time already, the clock tag create times use;
+    every other form is read by ``values.instant`` (an ISO string without an offset is UTC there)."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return dt.datetime.combine(value, dt.time())
-    raise InvalidOptionError(f"cannot read {value!r} as a point in time")
-
-
-def check_tag_name(name: Any) -> str:
-    """A name a new tag may have; InvalidOptionError (naming the rule broken) otherwise."""
-    if not isinstance(name, str):
-        raise InvalidOptionError(f"tag name must be a string, not {type(name).__name__}")
-    if not name.strip():
-        raise InvalidOptionError("tag name must not be blank")
-    if len(name) > MAX_TAG_NAME_LENGTH:
-        raise InvalidOptionError(
-            f"tag name is {len(name)} characters long; at most {MAX_TAG_NAME_LENGTH} are allowed")
-    if name.strip().isdigit() or re.fullmatch(r"\s*[+-]?\d+\s*", name):
-        raise InvalidOptionError(
-            f"tag name {name!r} is purely numeric and would be mistaken for a snapshot id; add a letter or a dash")
-    check_path_safe(name)
-    return name
-
-
-def check_path_safe(name: Any) -> str:
-    """The checks that keep a tag name inside `tag/`: applied to lookups of tags other tools may have made."""
-    if not isinstance(name, str):
-        raise InvalidOptionError(f"tag name must be a string, not {type(name).__name__}")
-    if not name.strip():
-        raise InvalidOptionError("tag name must not be blank")
-    if "/" in name or "\\" in name:
-        raise InvalidOptionError(f"tag name {name!r} must not contain '/' or '\\'")
-    if ".." in name:
-        raise InvalidOptionError(f"tag name {name!r} must not contain '..'")
-    if _CONTROL.search(name):
-        raise InvalidOptionError(f"tag name {name!r} must not contain control characters")
-    return name
-
-
-def parse_time_retained(value: Any, what: str = "time_retained") -> dt.timedelta | None:
-    """None, a timedelta or a Paimon duration string (`7d`, `12 h`) -> a positive timedelta (or None)."""
-    if value is None:
-        return None
-    if isinstance(value, dt.timedelta):
-        retained = value
-    elif isinstance(value, str):
-        retained = parse_duration(value, what)
-    else:
-        raise InvalidOptionError(f"{what}: {value!r} is not a duration (examples: '7d', '12 h')")
-    if retained <= dt.timedelta(0):
-        raise InvalidOptionError(f"{what}: the retention must be positive, got {value!r}")
-    return retained
+    return instant(value, name).astimezone().replace(tzinfo=None)
 
 
 @dataclass(frozen=True)

@@ -14,27 +14,18 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     CorruptFileError,
     InvalidOptionError,
+    InvalidValueError,
     PaimonError,
     SnapshotNotFoundError,
     TagAlreadyExistsError,
     TagNotFoundError,
 )
 from .snapshot import Snapshot
-from .tag_file import (
-    MAX_LOCAL_TAG_NAME_BYTES,
-    TAG_PREFIX,
-    Tag,
-    check_path_safe,
-    check_tag_name,
-    local_now,
-    parse_time_retained,
-    replace_extra,
-    same_snapshot,
-)
+from .tag_file import MAX_LOCAL_TAG_NAME_BYTES, TAG_PREFIX, Tag, local_now, replace_extra, same_snapshot
 from .time_travel import snapshot_at
-from .timepoints import to_epoch_millis
 from .upkeep.results import CleanupResult
 from .upkeep.tag_cleanup import cleanup_after_tag_replace, delete_tags, expire_tags
+from .values import count, duration, epoch_millis, existing_tag_name, tag_name
 
 if TYPE_CHECKING:
     from .table import Table
@@ -47,15 +38,15 @@ class TagManager:
         self.dir = f"{table.path}/tag"
 
     def path(self, name: str) -> str:
-        return f"{self.dir}/{TAG_PREFIX}{check_path_safe(name)}"
+        return f"{self.dir}/{TAG_PREFIX}{existing_tag_name(name)}"
 
     def check_new_name(self, name: Any) -> str:
-        """check_tag_name, plus: the tag file name fits this filesystem."""
-        checked = check_tag_name(name)
+        """values.tag_name, plus: the tag file name fits this filesystem."""
+        checked = tag_name(name)
         size = len(checked.encode("utf-8"))
         if self.io.local and size > MAX_LOCAL_TAG_NAME_BYTES:
-            raise InvalidOptionError(
-                f"tag name is {size} bytes long in UTF-8; on a local filesystem at most "
+            raise InvalidValueError(
+                f"tag name: is {size} bytes long in UTF-8; on a local filesystem at most "
                 f"{MAX_LOCAL_TAG_NAME_BYTES} fit (file names hold 255 bytes, including the 'tag-' prefix and "
                 "the temporary name of the atomic write)")
         return checked
@@ -75,11 +66,11 @@ class TagManager:
                                    "backup, or delete that file to drop the tag") from None
 
     def exists(self, name: str) -> bool:
-        return self._fits(check_path_safe(name)) and self.io.exists(self.path(name))
+        return self._fits(existing_tag_name(name)) and self.io.exists(self.path(name))
 
     def get(self, name: str) -> Tag:
         try:
-            if not self._fits(check_path_safe(name)):
+            if not self._fits(existing_tag_name(name)):
                 raise FileNotFoundError(name)
             return self._read(name, self.path(name))
         except FileNotFoundError:
@@ -126,15 +117,13 @@ class TagManager:
 
     def snapshot_as_of(self, when: Any) -> Snapshot:
         """The latest snapshot committed at or before `when`, exactly, or a clear error (see time_travel.py)."""
-        return snapshot_at(self.table, to_epoch_millis(when), alternative="tag a snapshot id instead").snapshot
+        return snapshot_at(self.table, epoch_millis(when, "as_of"), alternative="tag a snapshot id instead").snapshot
 
     def _resolve(self, snapshot_id: int | None, as_of: Any) -> Snapshot:
         if snapshot_id is not None and as_of is not None:
             raise InvalidOptionError("give snapshot_id or as_of, not both")
         if snapshot_id is not None:
-            if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int) and not str(snapshot_id).isdigit():
-                raise InvalidOptionError(f"snapshot id must be a whole number, not {snapshot_id!r}")
-            return self._snapshot_by_id(int(snapshot_id))
+            return self._snapshot_by_id(count(snapshot_id, "snapshot_id"))
         if as_of is not None:
             return self.snapshot_as_of(as_of)
         latest = self.table.snapshot_manager.latest()
@@ -144,7 +133,7 @@ class TagManager:
 
     def _default_retained(self) -> dt.timedelta | None:
         raw = self.table.options().get("tag.default-time-retained")
-        return parse_time_retained(raw, "tag.default-time-retained") if raw is not None else None
+        return duration(raw, "tag.default-time-retained", positive=True) if raw is not None else None
 
     # ---- writing ---------------------------------------------------------------------------------------
     def create(self, name: str, snapshot_id: int | None = None, as_of: Any = None,
@@ -156,7 +145,8 @@ class TagManager:
         `time_retained` defaults to the table option `tag.default-time-retained` (none: kept until deleted).
         """
         self.check_new_name(name)
-        retained = parse_time_retained(time_retained) if time_retained is not None else self._default_retained()
+        retained = duration(time_retained, "time_retained", positive=True) if time_retained is not None \
+            else self._default_retained()
         snap = self._resolve(snapshot_id, as_of)
         snap = replace_extra(snap)
         for _ in range(3):
@@ -182,7 +172,7 @@ class TagManager:
     def replace(self, name: str, snapshot_id: int | None = None, as_of: Any = None,
                 time_retained: dt.timedelta | str | None = None) -> Tag:
         """Point an existing tag at another snapshot (files only the old one used are deleted)."""
-        check_tag_name(name)
+        tag_name(name)
         self.get(name)
         return self.create(name, snapshot_id, as_of, time_retained, replace=True)
 
@@ -201,7 +191,7 @@ class TagManager:
     def rename(self, old: str, new: str) -> Tag:
         """Give a tag a new name. The new file is created (if absent) before the old one goes, so a crash in
         between leaves both names, never neither."""
-        check_path_safe(old)
+        existing_tag_name(old)
         self.check_new_name(new)
         tag = self.get(old)
         if old == new:
@@ -216,7 +206,7 @@ class TagManager:
 
     def delete(self, name: str, dry_run: bool = False) -> CleanupResult:
         """Delete a tag and the files only it used (files another tag or a retained snapshot uses stay)."""
-        check_path_safe(name)
+        existing_tag_name(name)
         return delete_tags(self.table, [self.get(name)], dry_run=dry_run)
 
     def expire(self, now: Any = None, dry_run: bool = False) -> CleanupResult:

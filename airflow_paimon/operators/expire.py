@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_paimon import arguments as args
 from airflow_paimon.format.errors import PaimonError
+from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
@@ -81,44 +82,24 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self.dry_run = dry_run  # type: ignore[method-assign,assignment]
         self.check_arguments_at_parse_time()
 
-    def _count(self, name: str, rendered: bool = True) -> int | None:
-        value = getattr(self, name)
-        return args.whole_number(value, name, minimum=1) if checkable(value, rendered) else None
-
-    def _older_than(self, rendered: bool = True) -> dt.timedelta | dt.datetime | None:
-        value = self.older_than
-        return args.duration_or_time(value, "older_than") if checkable(value, rendered) else None
+    def _overrides(self, rendered: bool = True) -> dict[str, Any]:
+        """The expiry limits given (a blank rendered template means "not given", one still to render is skipped)."""
+        names = ("retain_min", "retain_max", "older_than", "max_deletes")
+        return {name: getattr(self, name) if checkable(getattr(self, name), rendered) else None for name in names}
 
     def check_arguments(self, rendered: bool) -> None:
         super().check_arguments(rendered)
-        retain_min, retain_max = self._count("retain_min", rendered), self._count("retain_max", rendered)
-        if retain_min is not None and retain_max is not None and retain_min > retain_max:
-            raise args.ArgumentError(
-                f"retain_min and retain_max: retain_min={retain_min} is above retain_max={retain_max}; "
-                "keep at least as many snapshots as at most")
-        self._count("max_deletes", rendered)
-        self._older_than(rendered)
+        ExpirePolicy.check_arguments(**self._overrides(rendered))
         args.flag(self.expire_tags, "expire_tags")
         args.flag(self.dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
-        # The rendered arguments were checked before execute (CheckedArguments); parse them for the library.
-        retain_min, retain_max = self._count("retain_min"), self._count("retain_max")
-        max_deletes = self._count("max_deletes")
-        older_than = self._older_than()
         dry_run = args.flag(self.dry_run, "dry_run")
         table = self.get_table()
         try:
+            policy = ExpirePolicy.from_options(table.options(), **self._overrides())
             tags = cleanup_summary(table.expire_tags(dry_run=dry_run)) if self.expire_tags else None
-            snapshots = cleanup_summary(
-                table.expire_snapshots(
-                    retain_min=retain_min,
-                    retain_max=retain_max,
-                    older_than=older_than,
-                    max_deletes=max_deletes,
-                    dry_run=dry_run,
-                )
-            )
+            snapshots = cleanup_summary(table.expire_snapshots(policy=policy, dry_run=dry_run))
         except PaimonError as exc:
             raise task_failure(exc) from exc
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_paimon import arguments as args
+from airflow_paimon.format import values
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.merge import PaimonSparkSubmitOperator, commit_identifier_for, commit_user_for
 
@@ -92,21 +93,20 @@ MIN_SAFE_AGE = dt.timedelta(hours=1)
 """Orphan cleanup below this age needs ``allow_recent=True``: live writers' uncommitted files are younger."""
 
 
-def _older_than_args(value: Any) -> dict[str, Any]:
+def _older_than(value: Any) -> dt.timedelta | dt.datetime | None:
     if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return args.duration_or_time(value, "older_than")
+
+
+def _older_than_args(value: Any) -> dict[str, Any]:
+    """``older_than`` for the Spark application: a safety age in Paimon's syntax or epoch milliseconds."""
+    older = _older_than(value)
+    if older is None:
         return {}
-    if isinstance(value, dt.timedelta):
-        return {"older_than_age": f"{int(value.total_seconds() * 1000)} ms"}
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return {"older_than": int(value.timestamp() * 1000)}
-    if isinstance(value, (int, float)):
-        return {"older_than": int(value)}
-    text = str(value).strip()
-    if text[:1].isdigit() and any(c.isalpha() for c in text) and "-" not in text and ":" not in text:
-        return {"older_than_age": text}  # "3 d", "12h"
-    return {"older_than": text}  # a point in time
+    if isinstance(older, dt.timedelta):
+        return {"older_than_age": values.format_duration(older)}
+    return {"older_than": values.epoch_millis(older)}
 
 
 class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
@@ -156,16 +156,12 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
         for name in ("allow_recent", "dry_run", "use_spark"):
             args.flag(getattr(self, name), name)
         value = self.older_than
-        if not checkable(value, rendered) or isinstance(value, (int, float)):
+        if not checkable(value, rendered):
             return
         older = args.duration_or_time(value, "older_than")
         if self.allow_recent:
             return
-        if isinstance(older, dt.datetime):
-            moment = older if older.tzinfo is not None else older.replace(tzinfo=dt.timezone.utc)
-            age = dt.datetime.now(dt.timezone.utc) - moment
-        else:
-            age = older
+        age = older if isinstance(older, dt.timedelta) else dt.datetime.now(dt.timezone.utc) - older
         if age < MIN_SAFE_AGE:
             raise args.ArgumentError(
                 f"older_than: {value!r} would delete files younger than one hour, which writers may still be "
@@ -180,16 +176,9 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     def execute(self, context: Context) -> Any:
         if self.use_spark:
             return super().execute(context)
-        from airflow_paimon.format.options import parse_duration
         from airflow_paimon.format.upkeep.orphans import MAX_LISTED_FILES
 
         table = self.paimon_hook().get_table(self.target)
-        args = _older_than_args(self.older_than)
-        older: Any = None
-        if "older_than_age" in args:
-            older = parse_duration(args["older_than_age"], "older_than")
-        elif "older_than" in args:
-            older = args["older_than"]
-        result = table.remove_orphan_files(older_than=older, dry_run=bool(self.dry_run))
+        result = table.remove_orphan_files(older_than=_older_than(self.older_than), dry_run=bool(self.dry_run))
         self.log.info("%s", result.summary())
         return result.to_dict(MAX_LISTED_FILES)

@@ -46,6 +46,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 from airflow_paimon import arguments as args
+from airflow_paimon.format import values
 from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import CheckedArguments, checkable
 from airflow_paimon.spark.common import (
@@ -399,12 +400,6 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         if self.driver_bytes is not None:
             args.whole_number(self.driver_bytes, "driver_bytes", minimum=0)
 
-    def _reapply(self) -> bool:
-        value = self.reapply
-        if isinstance(value, str):
-            return value.strip().lower() in ("true", "1", "yes", "on")
-        return bool(value)
-
     def build_spec(self, context: Context) -> dict[str, Any]:
         ti = context["ti"]
         self._commit_user = commit_user_for(ti.dag_id, ti.task_id)
@@ -419,8 +414,8 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             "commit_identifier": self._commit_identifier,
         }
         if self.driver_bytes is not None:
-            spec["driver_bytes"] = int(self.driver_bytes)
-        if self._reapply():
+            spec["driver_bytes"] = args.whole_number(self.driver_bytes, "driver_bytes", minimum=0)
+        if values.boolean(self.reapply, "reapply", default=False):
             spec["reapply"] = True
             spec["reapply_token"] = reapply_token_for(context)
         return spec

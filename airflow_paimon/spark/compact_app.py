@@ -26,8 +26,7 @@ from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_sess
 
 FLAGS = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "partitions": {"type": json_arg},
-    "commit_user": {}, "commit_identifier": {"type": int}, "num_tasks": {"type": int},
-    "target_file_size": {"type": int},
+    "commit_user": {}, "commit_identifier": {}, "num_tasks": {}, "target_file_size": {},
 }
 
 
@@ -38,6 +37,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from airflow_paimon.format import Catalog, CommitMessage
     from airflow_paimon.format.commit import CommitId
     from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
+    from airflow_paimon.format.values import count
     from airflow_paimon.spark.tables import balanced_groups
 
     started = time.monotonic()
@@ -47,7 +47,9 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     if not spec.get("target") or not spec.get("warehouse"):
         raise ValueError("the compaction needs target and warehouse")
     table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
-    user, ident = spec.get("commit_user"), spec.get("commit_identifier")
+    user = spec.get("commit_user")
+    ident = None if spec.get("commit_identifier") is None else count(spec["commit_identifier"], "commit_identifier",
+                                                                      minimum=None)
     result: dict[str, Any] = {"target": table.identifier, "commit_user": user, "commit_identifier": ident}
     tx = table.transaction(commit_id=CommitId.of(user, ident), kind="COMPACT", commit_user=user)
     existing = tx.already_committed
@@ -67,8 +69,9 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         result.update(status="no_changes", snapshot_id=base.id if base is not None else None,
                       seconds=round(time.monotonic() - started, 3))
         return result
-    target_size = spec.get("target_file_size")
-    k = int(spec.get("num_tasks") or max(1, spark.sparkContext.defaultParallelism * 2))
+    target_size = None if spec.get("target_file_size") is None else count(spec["target_file_size"],
+                                                                          "target_file_size")
+    k = count(spec.get("num_tasks"), "num_tasks", default=max(1, spark.sparkContext.defaultParallelism * 2))
     groups = balanced_groups([s.row_count for s in splits], k)
     out_schema = T.StructType([T.StructField("message", T.StringType(), True)])
 

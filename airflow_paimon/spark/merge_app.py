@@ -27,9 +27,9 @@ from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_sess
 FLAGS = {
     "target": {}, "warehouse": {}, "source": {"type": json_arg}, "source_format": {},
     "source_options": {"type": json_arg}, "on": {"type": json_arg}, "clauses": {"type": json_arg},
-    "commit_user": {}, "commit_identifier": {"type": int}, "reapply": {}, "reapply_token": {},
-    "options": {"type": json_arg}, "num_tasks": {"type": int}, "honour_sequence_field": {},
-    "single_task_bytes": {"type": int}, "driver_bytes": {"type": int},
+    "commit_user": {}, "commit_identifier": {}, "reapply": {}, "reapply_token": {},
+    "options": {"type": json_arg}, "num_tasks": {}, "honour_sequence_field": {},
+    "single_task_bytes": {}, "driver_bytes": {},
 }
 
 

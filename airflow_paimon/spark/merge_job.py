@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format import Catalog, Table, values
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import CommitId, Transaction
 from airflow_paimon.format.errors import UnsupportedTableError
@@ -126,14 +126,15 @@ class MergeSpec:
         if missing:
             raise ValueError(f"the merge needs {missing}")
         spec = cls(**dict(doc))
-        spec.reapply = _as_bool(spec.reapply)
-        spec.honour_sequence_field = _as_bool(spec.honour_sequence_field)
-        spec.single_task_bytes = int(spec.single_task_bytes)
-        spec.driver_bytes = int(spec.driver_bytes)
+        spec.reapply = values.boolean(spec.reapply, "reapply", default=False)
+        spec.honour_sequence_field = values.boolean(spec.honour_sequence_field, "honour_sequence_field",
+                                                    default=True)
+        spec.single_task_bytes = values.count(spec.single_task_bytes, "single_task_bytes", minimum=0)
+        spec.driver_bytes = values.count(spec.driver_bytes, "driver_bytes", minimum=0)
         if spec.commit_identifier is not None:
-            spec.commit_identifier = int(spec.commit_identifier)
+            spec.commit_identifier = values.count(spec.commit_identifier, "commit_identifier", minimum=None)
         if spec.num_tasks is not None:
-            spec.num_tasks = int(spec.num_tasks)
+            spec.num_tasks = values.count(spec.num_tasks, "num_tasks")
         spec.source_format = (spec.source_format or "parquet").lower()
         if spec.source_format not in SOURCE_FORMATS:
             raise ValueError(f"source_format {spec.source_format!r} is not one of {SOURCE_FORMATS}")
@@ -144,16 +145,6 @@ class MergeSpec:
         if isinstance(self.clauses, list):
             out["clauses"] = [c.to_dict() if isinstance(c, MergeClause) else c for c in self.clauses]
         return out
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        if value.strip().lower() in ("true", "1", "yes", "on"):
-            return True
-        if value.strip().lower() in ("false", "0", "no", "off", "", "none"):
-            return False
-        raise ValueError(f"{value!r} is not a boolean")
-    return bool(value)
 
 
 # ---- the source ---------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ the same shape. Spark only spreads the work:
 4. tasks delete the remaining orphans; the driver removes the bucket and partition directories left empty
    (``remove_empty_data_dirs``).
 
-Arguments: target, warehouse, options, older_than (a point in time: ISO text or epoch millis), older_than_age
-(a duration such as "3 d"; default 1 day), dry_run, num_tasks.
+Arguments (read by ``airflow_paimon.format.values``): target, warehouse, options, older_than (a point in time:
+ISO text or epoch millis), older_than_age (a duration such as "3 d"; default 1 day), dry_run, num_tasks.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_sess
 
 FLAGS = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "older_than": {"type": json_arg},
-    "older_than_age": {}, "dry_run": {}, "num_tasks": {"type": int},
+    "older_than_age": {}, "dry_run": {}, "num_tasks": {},
 }
 
 
@@ -59,13 +59,10 @@ def _listing_units(io: Any, root: str, partition_depth: int, wanted: int) -> lis
 
 
 def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
-    import datetime as dt
-
     import pyarrow as pa
     from pyspark.sql import types as T
 
     from airflow_paimon.format import Catalog
-    from airflow_paimon.format.options import parse_duration
     from airflow_paimon.format.upkeep.orphans import (
         MAX_LISTED_FILES,
         orphan_file,
@@ -76,7 +73,7 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     )
     from airflow_paimon.format.upkeep.results import OrphanFile, OrphanResult
     from airflow_paimon.format.upkeep.roots import check_supported
-    from airflow_paimon.spark.merge_job import _as_bool
+    from airflow_paimon.format.values import boolean, count, duration, instant
 
     started = time.monotonic()
     unknown = set(spec) - set(FLAGS)
@@ -85,16 +82,17 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     if not spec.get("target") or not spec.get("warehouse"):
         raise ValueError("orphan cleanup needs target and warehouse")
     table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
-    dry_run = _as_bool(spec.get("dry_run") or False)
+    dry_run = boolean(spec.get("dry_run"), "dry_run", default=False)
     older_than: Any = spec.get("older_than")
-    if older_than is None and spec.get("older_than_age"):
-        older_than = parse_duration(spec["older_than_age"], "older_than_age")
-        if older_than < dt.timedelta(0):
-            raise ValueError("older_than_age must not be negative")
+    if older_than is not None:
+        older_than = instant(older_than, "older_than")
+    elif spec.get("older_than_age"):
+        older_than = duration(spec["older_than_age"], "older_than_age")
     threshold = orphan_threshold(older_than, int(time.time() * 1000))
+    tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
     check_supported(table)
     io, root, depth = table.io, table.path, len(table.partition_keys)
-    k = int(spec.get("num_tasks") or max(1, spark.sparkContext.defaultParallelism * 2))
+    k = max(1, spark.sparkContext.defaultParallelism * 2) if tasks is None else tasks
     units = _listing_units(io, root, depth, 4 * k)
     referenced = spark.sparkContext.broadcast(frozenset(referenced_names(table)))
     schema = T.StructType([T.StructField("path", T.StringType()), T.StructField("size", T.LongType()),

@@ -362,7 +362,7 @@ def test_rollback_target_is_explicit(table):
         RollbackOperator(task_id="r", table="db.orders", to_snapshot=1, dry_run="maybe")
     with pytest.raises(ValueError, match="to_snapshot: must be at least 1"):
         RollbackOperator(task_id="r", table="db.orders", to_snapshot=0)
-    with pytest.raises(ValueError, match="to_time: expected a point in time"):
+    with pytest.raises(ValueError, match="to_time: 'yesterday' is not a point in time; expected ISO 8601"):
         RollbackOperator(task_id="r", table="db.orders", to_time="yesterday")
     assert table.latest_snapshot().id == 5
 
@@ -410,6 +410,21 @@ def test_expire_snapshots_arguments(warehouse):
     assert result["tags"] is None
     with pytest.raises(ValueError, match="retain_max: expected a whole number"):
         ExpireSnapshotsOperator(task_id="x", table="db.events", retain_max="many")
+
+
+def test_expire_snapshots_arguments_meet_the_table_options_in_one_policy(warehouse):
+    """The operator's limits override the table's as in the library and the command line; a limit that
+    contradicts a table option fails the task naming both, and nothing is deleted."""
+    t = create_table(warehouse, "db.events", {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"})
+    for i in range(1, 5):
+        commit_at(t, utc(2026, 11, 1, i), i)
+    conflict = r"retain_min: retain_min=3 is above retain_max=2 \(the table's snapshot.num-retained.max\)"
+    with pytest.raises(AirflowFailException, match=conflict):
+        ExpireSnapshotsOperator(task_id="x", table="db.events", retain_min=3, expire_tags=False).execute(run_context())
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4]
+    result = ExpireSnapshotsOperator(task_id="x", table="db.events", older_than="0 s", max_deletes="1",
+                                     expire_tags=False).execute(run_context())
+    assert result["snapshots"]["snapshots"] == [1]
 
 
 def test_package_exports():

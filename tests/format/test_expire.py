@@ -10,6 +10,7 @@ import os
 import pytest
 
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
+from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
 from airflow_paimon.format.upkeep.file_index import FileIndex
 
 from .upkeep_helpers import (
@@ -182,17 +183,38 @@ def test_manifests_are_read_once_per_expiry(churn, monkeypatch):
     assert reads and len(reads) == len(set(reads))
 
 
+# ---- the policy: table options plus overrides ---------------------------------------------------------------
+
+def test_table_options_make_the_policy(tmp_path):
+    t = make_table(tmp_path, options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms",
+                                      "snapshot.expire.limit": "1"})
+    _commits(t, 4)
+    assert t.expire_snapshots(dry_run=True).snapshots == [1]            # snapshot.expire.limit
+    assert t.expire_snapshots(max_deletes=10, dry_run=True).snapshots == [1, 2]  # the 2 newest stay
+
+
+def test_a_policy_and_the_same_arguments_expire_the_same(churn):
+    policy = ExpirePolicy.from_options(churn.options(), retain_min=1, older_than=FUTURE, max_deletes=100)
+    by_policy = churn.expire_snapshots(policy=policy, dry_run=True)
+    by_arguments = churn.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100, dry_run=True)
+    assert by_policy.snapshots and by_policy.snapshots == by_arguments.snapshots
+    # An age before now, as the operator and the command line take it.
+    by_age = churn.expire_snapshots(retain_min=1, older_than="0 s", max_deletes=100, dry_run=True)
+    assert by_age.snapshots == by_arguments.snapshots
+    assert churn.expire_snapshots(policy=policy, older_than="30 d", dry_run=True).snapshots == []
+
+
 # ---- bad inputs ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"retain_min": 0}, "retain_min must be at least 1"),
+    ({"retain_min": 0}, "retain_min: must be at least 1"),
     ({"retain_min": -3}, "retain_min"),
     ({"retain_min": "many"}, "whole number"),
     ({"retain_min": 1.5}, "whole number"),
     ({"retain_min": True}, "whole number"),
     ({"retain_min": 5, "retain_max": 2}, "retain_max"),
     ({"max_deletes": 0}, "max_deletes"),
-    ({"older_than": "yesterday-ish"}, "not a point in time"),
+    ({"older_than": "yesterday-ish"}, "older_than: expected a duration .* or a point in time"),
     ({"older_than": dt.timedelta(hours=-1)}, "negative"),
     ({"now": "not a time"}, "not a point in time"),
 ])

@@ -48,9 +48,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from airflow_paimon.format import Catalog, PaimonError, TagNotFoundError
 from airflow_paimon.format.compact import compact as library_compact
-from airflow_paimon.format.options import parse_duration
 from airflow_paimon.format.schema_change import SchemaChange
 from airflow_paimon.format.tags import TagAlreadyExistsError
+from airflow_paimon.format.values import parse_duration
 
 from .upkeep_helpers import FUTURE, FailAfter, all_files, compact, judged_files, make_table, referenced_names
 

@@ -10,8 +10,9 @@ import os
 import pytest
 
 from airflow_paimon.format import InvalidOptionError, SnapshotNotFoundError, TagNotFoundError
-from airflow_paimon.format.tag_file import check_tag_name, java_duration_string
+from airflow_paimon.format.tag_file import java_duration_string
 from airflow_paimon.format.tags import TagAlreadyExistsError
+from airflow_paimon.format.values import tag_name
 
 from .upkeep_helpers import (
     FUTURE,
@@ -136,7 +137,7 @@ def test_bad_tag_names_are_rejected_and_nothing_is_written(table, name):
 def test_name_length_limits(table):
     from airflow_paimon.format.tag_file import MAX_LOCAL_TAG_NAME_BYTES
     assert table.tags.create("a" * MAX_LOCAL_TAG_NAME_BYTES).snapshot_id == 3
-    assert check_tag_name("a" * 255)  # the general limit; a local filesystem holds fewer bytes
+    assert tag_name("a" * 255)  # the general limit; a local filesystem holds fewer bytes
     before = tree_hashes(table.path)
     for name in ("b" * (MAX_LOCAL_TAG_NAME_BYTES + 1), "é" * 107, "c" * 256):
         with pytest.raises(InvalidOptionError, match="long"):
@@ -146,7 +147,7 @@ def test_name_length_limits(table):
 
 @pytest.mark.parametrize("name", ["2026-11-20", "v1.2", "release_1", "Ünïcode", "1a", "a b"])
 def test_good_tag_names(table, name):
-    assert check_tag_name(name) == name
+    assert tag_name(name) == name
     assert table.tags.create(name).name == name
     assert table.tags.get(name).snapshot_id == 3
 

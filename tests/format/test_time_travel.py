@@ -113,9 +113,9 @@ def test_a_date_named_tag_that_is_gone_is_an_error_not_a_time(tmp_path, clock):
 @pytest.mark.parametrize("kwargs, error", [
     ({}, "exactly one"),
     ({"to_tag": "a", "to_snapshot": 1}, "exactly one"),
-    ({"to_snapshot": "three"}, "to_snapshot must be a snapshot id"),
+    ({"to_snapshot": "three"}, "to_snapshot: expected a whole number, not 'three'"),
     ({"to_snapshot": 0}, "at least 1"),
-    ({"to_snapshot": True}, "to_snapshot must be a snapshot id"),
+    ({"to_snapshot": True}, "to_snapshot: expected a whole number, not True"),
     ({"to_time": "yesterday"}, "to_time: 'yesterday' is not a point in time"),
     ({"to_time": ""}, "to_time must be a point in time"),
     ({"to_tag": ""}, "to_tag must be a tag name"),

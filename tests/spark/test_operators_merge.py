@@ -102,8 +102,11 @@ def test_orphan_operator_arguments(paimon_conn):
     from airflow_paimon.operators.maintenance import RemoveOrphanFilesOperator, _older_than_args
 
     assert _older_than_args("3 d") == {"older_than_age": "3 d"}
-    assert _older_than_args(dt.timedelta(hours=2)) == {"older_than_age": "7200000 ms"}
-    assert _older_than_args("2026-11-01T00:00:00") == {"older_than": "2026-11-01T00:00:00"}
+    assert _older_than_args(dt.timedelta(hours=2)) == {"older_than_age": "2 h"}
+    # A point in time goes to the application as epoch millis; without an offset it is UTC.
+    utc = int(dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc).timestamp()) * 1000
+    assert _older_than_args("2026-11-01T00:00:00") == {"older_than": utc} == _older_than_args(utc)
+    assert _older_than_args("2026-11-01T01:00:00+01:00") == {"older_than": utc}
     op = RemoveOrphanFilesOperator(task_id="o", target="db.t", older_than="2 d", dry_run=True)
     spec = op._prepare(context(task_id="o"))
     assert spec == {"target": "db.t", "dry_run": True, "older_than_age": "2 d", "warehouse": paimon_conn}

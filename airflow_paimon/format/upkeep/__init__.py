@@ -22,6 +22,7 @@ Every operation here follows one plan, stricter than Paimon's neighbour-based sk
 
 Modules: the shared core is `roots` (what keeps files alive), `file_index` (what a root references), `plan` (the
 live set over all kept roots, the plan and the ordered executor with its re-plan) and `results`; one module per
-rule: `snapshot_expiry`, `tag_cleanup`, `rollback`, `orphans`; `arguments` checks shared arguments and
-`progress` reports long operations on a terminal.
+rule: `snapshot_expiry`, `tag_cleanup`, `rollback`, `orphans`; `expire_policy` holds expiry's limits (table
+options plus overrides) and `progress` reports long operations on a terminal. Arguments are read by
+`airflow_paimon.format.values`.
 """

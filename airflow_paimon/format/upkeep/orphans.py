@@ -6,8 +6,8 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING, AbstractSet, Any, Sequence
 
-from ..errors import InvalidOptionError, PaimonError
-from .arguments import epoch_millis_arg, now_millis
+from ..errors import PaimonError
+from ..values import millis_before, now_millis
 from .file_index import FileIndex
 from .plan import Executor, remove_empty_dirs
 from .progress import Progress
@@ -24,14 +24,8 @@ MAX_LISTED_FILES = 1000
 
 def orphan_threshold(older_than: Any, now_ms: int) -> int:
     """Epoch millis before which an unreferenced file may go: `older_than` is a point in time or a safety age
-    (a timedelta before `now_ms`; default one day), never negative."""
-    if older_than is None:
-        return now_ms - int(DEFAULT_ORPHAN_AGE.total_seconds() * 1000)
-    if isinstance(older_than, dt.timedelta):
-        if older_than < dt.timedelta(0):
-            raise InvalidOptionError(f"older_than: a safety age must not be negative, got {older_than}")
-        return now_ms - int(older_than.total_seconds() * 1000)
-    return epoch_millis_arg(older_than, "older_than")
+    (a duration before `now_ms`, ``timedelta`` or ``'3 d'``; default one day), never negative."""
+    return millis_before(DEFAULT_ORPHAN_AGE if older_than is None else older_than, "older_than", now_ms)
 
 
 def referenced_names(table: "Table", roots: Sequence[Root] | None = None,

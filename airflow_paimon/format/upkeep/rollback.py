@@ -8,7 +8,7 @@ from ..errors import InvalidOptionError, PaimonError, SnapshotNotFoundError
 from ..snapshot import Snapshot
 from ..tag_file import Tag, replace_extra, same_snapshot
 from ..time_travel import snapshot_at, utc_text
-from .arguments import epoch_millis_arg, now_millis
+from ..values import count, epoch_millis, now_millis
 from .plan import existing_sizes, remove_roots_and_files
 from .progress import Progress
 from .results import CleanupResult
@@ -19,12 +19,7 @@ if TYPE_CHECKING:
 
 
 def _rollback_to_snapshot(table: "Table", value: Any) -> tuple[Snapshot, Tag | None]:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or \
-            isinstance(value, str) and not value.strip().isdigit():
-        raise InvalidOptionError(f"to_snapshot must be a snapshot id (a whole number), not {value!r}")
-    snapshot_id = int(value)
-    if snapshot_id < 1:
-        raise InvalidOptionError(f"to_snapshot must be at least 1, not {snapshot_id}")
+    snapshot_id = count(value, "to_snapshot")
     sm = table.snapshot_manager
     try:
         return sm.snapshot(snapshot_id), None
@@ -42,7 +37,7 @@ def _rollback_to_snapshot(table: "Table", value: Any) -> tuple[Snapshot, Tag | N
 def _rollback_to_time(table: "Table", value: Any, now: Any) -> tuple[Snapshot, Tag | None]:
     if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
         raise InvalidOptionError(f"to_time must be a point in time, not {value!r}")
-    millis = epoch_millis_arg(value, "to_time")
+    millis = epoch_millis(value, "to_time")
     now_ms = now_millis(now)
     if millis > now_ms:
         raise InvalidOptionError(

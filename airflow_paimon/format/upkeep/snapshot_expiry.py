@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidOptionError, UnsupportedTableError
-from .arguments import count_arg, epoch_millis_arg, now_millis
+from ..errors import UnsupportedTableError
+from ..values import now_millis
+from .expire_policy import ExpirePolicy
 from .plan import existing_sizes, remove_roots_and_files
 from .progress import Progress
 from .results import CleanupResult
@@ -32,33 +32,25 @@ def _consumer_min_next(table: "Table") -> int | None:
     return lowest
 
 
-def expire_snapshots(table: "Table", retain_min: int | None = None, retain_max: int | None = None,
-                     older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
-                     now: Any = None, progress: Progress | None = None) -> CleanupResult:
+def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = None, older_than: Any = None,
+                     max_deletes: Any = None, dry_run: bool = False, now: Any = None,
+                     progress: Progress | None = None, policy: ExpirePolicy | None = None) -> CleanupResult:
     """Expire the oldest snapshots as Paimon does (same options, same defaults), deleting only what no
     retained snapshot and no tag uses.
 
-    Snapshot k may expire when: more than `retain_min` snapshots are newer or equal to it stay (at least the
-    `retain_min` newest are kept), no consumer still reads it, it is among the `max_deletes` oldest, and the
-    snapshot after it was committed before `older_than` (default: now - `snapshot.time-retained`); snapshots
-    beyond the `retain_max` newest expire regardless of their age. `older_than` is a point in time (or a
-    timedelta, meaning that long before now).
+    The limits are ``policy`` (default: the table's options, see expire_policy.py) with the other arguments
+    given in place of its own. Snapshot k may expire when: more than `retain_min` snapshots are newer or equal
+    to it stay (at least the `retain_min` newest are kept), no consumer still reads it, it is among the
+    `max_deletes` oldest, and the snapshot after it was committed before `older_than` (a point in time, or a
+    duration before now; default: now - `snapshot.time-retained`); snapshots beyond the `retain_max` newest
+    expire regardless of their age.
     """
-    opts = table.core_options
-    rmin = count_arg(retain_min, "retain_min", opts.snapshot_num_retained_min)
-    rmax = count_arg(retain_max, "retain_max", opts.snapshot_num_retained_max)
-    if rmax < rmin:
-        raise InvalidOptionError(f"retain_max ({rmax}) must not be less than retain_min ({rmin})")
-    limit = count_arg(max_deletes, "max_deletes", opts.snapshot_expire_limit)
-    now_ms = now_millis(now)
-    if older_than is None:
-        threshold = now_ms - int(opts.snapshot_time_retained.total_seconds() * 1000)
-    elif isinstance(older_than, dt.timedelta):
-        if older_than < dt.timedelta(0):
-            raise InvalidOptionError(f"older_than: a retention must not be negative, got {older_than}")
-        threshold = now_ms - int(older_than.total_seconds() * 1000)
-    else:
-        threshold = epoch_millis_arg(older_than, "older_than")
+    overrides = {"retain_min": retain_min, "retain_max": retain_max, "older_than": older_than,
+                 "max_deletes": max_deletes}
+    chosen = ExpirePolicy.from_options(table.options(), **overrides) if policy is None else \
+        policy.override(**overrides)
+    rmin, rmax, limit = chosen.retain_min, chosen.retain_max, chosen.max_deletes
+    threshold = chosen.threshold_millis(now_millis(now))
     check_supported(table)
     decoupled = sorted(k for k in ("changelog.num-retained.min", "changelog.num-retained.max",
                                    "changelog.time-retained") if k in table.options())
