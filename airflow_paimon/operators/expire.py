@@ -76,7 +76,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self.older_than = older_than
         self.max_deletes = max_deletes
         self.expire_tags = expire_tags
-        self.dry_run = dry_run
+        self.is_dry_run = dry_run  # not `dry_run`: that is BaseOperator's method
         self.check_arguments_at_parse_time()
 
     def _count(self, name: str, rendered: bool = True) -> int | None:
@@ -97,7 +97,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self._count("max_deletes", rendered)
         self._older_than(rendered)
         args.flag(self.expire_tags, "expire_tags")
-        args.flag(self.dry_run, "dry_run")
+        args.flag(self.is_dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
         # The rendered arguments were checked before execute (CheckedArguments); parse them for the library.
@@ -106,14 +106,14 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         older_than = self._older_than()
         table = self.get_table()
         try:
-            tags = cleanup_summary(table.expire_tags(dry_run=self.dry_run)) if self.expire_tags else None
+            tags = cleanup_summary(table.expire_tags(dry_run=self.is_dry_run)) if self.expire_tags else None
             snapshots = cleanup_summary(
                 table.expire_snapshots(
                     retain_min=retain_min,
                     retain_max=retain_max,
                     older_than=older_than,
                     max_deletes=max_deletes,
-                    dry_run=self.dry_run,
+                    dry_run=self.is_dry_run,
                 )
             )
         except PaimonError as exc:
@@ -122,7 +122,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         parts = [p for p in (tags, snapshots) if p is not None]
         result: dict[str, Any] = {
             "table": table.identifier,
-            "dry_run": self.dry_run,
+            "dry_run": self.is_dry_run,
             "snapshots_expired": len(snapshots["snapshots"]),
             "tags_expired": len(tags["tags"]) if tags is not None else 0,
             "files_freed": sum(p["files_freed"] for p in parts),
@@ -130,7 +130,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
             "snapshots": snapshots,
             "tags": tags,
         }
-        verb = "would free" if self.dry_run else "freed"
+        verb = "would free" if self.is_dry_run else "freed"
         result["summary"] = (
             f"{table.identifier}: {result['snapshots_expired']} snapshot(s) and {result['tags_expired']} tag(s) "
             f"expired; {verb} {result['files_freed']} file(s), {result['bytes_freed']} bytes"
