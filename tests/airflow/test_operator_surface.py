@@ -96,3 +96,61 @@ def test_without_a_spark_connection_spark_runs_locally(monkeypatch):
     assert not (hook.on_yarn or hook.on_kubernetes or hook.driver_runs_remotely)
     # The provider's own flags agree with the local master: they were derived from it at construction.
     assert not hook._is_yarn_cluster_mode and not hook._should_track_driver_status
+
+
+def _table_with_a_stray_file(cat, name):
+    import os
+    import time
+
+    import pyarrow as pa
+
+    t = cat.create_table(name, pa.schema([("id", pa.int64())]), primary_keys=["id"])
+    t.write(pa.table({"id": [1, 2]}))
+    stray = f"{t.bucket_dir((), 0)}/data-stray.parquet"
+    with open(stray, "wb") as f:
+        f.write(b"not referenced by any snapshot")
+    old = time.time() - 5 * 86400
+    os.utime(stray, (old, old))
+    return stray
+
+
+@pytest.mark.spark
+def test_orphan_cleanup_returns_one_xcom_shape_on_spark_and_in_the_worker(tmp_path, monkeypatch):
+    """The XCom is the library's orphan result (``OrphanResult.to_dict``) whether Spark or the worker ran it."""
+    import os
+    import types
+
+    from airflow_paimon.format import Catalog
+    from airflow_paimon.format.upkeep.orphans import MAX_LISTED_FILES
+
+    warehouse = str(tmp_path / "wh")
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon",
+                                                                  "extra": {"warehouse": warehouse}}))
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    strays = {name: _table_with_a_stray_file(cat, name) for name in ("db.spark", "db.worker")}
+    ti = types.SimpleNamespace(dag_id="dag", task_id="orphans", map_index=-1, try_number=1, run_id="manual__x")
+    context = {"ti": ti, "run_id": "manual__x"}
+    spark_args = {"conf": {"spark.ui.enabled": "false"}, "driver_memory": "1g"}
+
+    def run(name, use_spark, dry_run):
+        op = RemoveOrphanFilesOperator(task_id="orphans", table=name, use_spark=use_spark, dry_run=dry_run,
+                                       **(spark_args if use_spark else {}))
+        return op.execute(context)
+
+    library = cat.get_table("db.spark").remove_orphan_files(dry_run=True).to_dict(MAX_LISTED_FILES)
+    on_spark, in_worker = run("db.spark", True, True), run("db.worker", False, True)
+    assert set(on_spark) == set(in_worker) == set(library)
+    varying = {"seconds", "listing_units", "target", "files", "older_than"}
+    assert {k: v for k, v in on_spark.items() if k not in varying} == \
+        {k: v for k, v in in_worker.items() if k not in varying}
+    assert on_spark["files"] == [strays["db.spark"]] and in_worker["files"] == [strays["db.worker"]]
+    assert on_spark["status"] == "dry_run" and on_spark["bytes_freed"] == len(b"not referenced by any snapshot")
+
+    on_spark, in_worker = run("db.spark", True, False), run("db.worker", False, False)
+    assert set(on_spark) == set(in_worker) == set(library)
+    assert {k: v for k, v in on_spark.items() if k not in varying} == \
+        {k: v for k, v in in_worker.items() if k not in varying}
+    assert on_spark["status"] == "deleted" and on_spark["files_deleted"] == 1
+    assert not any(os.path.exists(p) for p in strays.values())
