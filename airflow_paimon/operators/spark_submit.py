@@ -212,12 +212,6 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
             self.py_files = f"{self.py_files},{zipped}" if self.py_files else zipped
         self.env_vars = env or None
         self._remove_spec_dir()
-        self._result_on_warehouse = cluster
-        if cluster:
-            # The driver runs on the cluster: it writes its result under the warehouse, which it can reach.
-            self._result_file = self._warehouse_result_path(context, paimon.warehouse)
-            self._result_options = options
-            remove_result_file(self._result_file, options)   # never read an earlier attempt's result
         if cluster and probe.on_kubernetes:
             sent = self._kubernetes_spec(spec, options, paimon.secret_option_names)
             self.application_args = ["--spec", json.dumps(sent, default=str)]
@@ -229,11 +223,19 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
             if cluster:  # YARN: shipped into the application's staging folder (mode 0700, removed at its end)
                 self.files = f"{self.files},{path}" if self.files else path
                 self.application_args = ["--spec-file", SPEC_FILE_NAME]
-            else:  # the driver runs here: it reads the file and writes its result beside it
-                self._result_file = os.path.join(self._spec_dir, "result.json")
-                self._result_options = {}
+            else:
                 self.application_args = ["--spec-file", path]
-        self.application_args += ["--result-file", self._result_file or ""]
+        self._result_on_warehouse = cluster
+        if cluster:
+            # The driver runs on the cluster: it writes its result under the warehouse, which it can reach.
+            result_file = self._warehouse_result_path(context, paimon.warehouse)
+            self._result_options = options
+            remove_result_file(result_file, options)   # never read an earlier attempt's result
+        else:  # the driver runs here: it writes its result beside the spec, in the private folder
+            result_file = os.path.join(str(self._spec_dir), "result.json")
+            self._result_options = {}
+        self._result_file = result_file
+        self.application_args += ["--result-file", result_file]
         self._hook = None  # built again by execute() with the arguments above
         return spec
 

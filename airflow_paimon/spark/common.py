@@ -194,6 +194,11 @@ def _is_uri(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+def _local(path: str | os.PathLike[str]) -> Path:
+    text = str(path)
+    return Path(text[len("file://"):] if text.startswith("file://") else text)
+
+
 def read_result_file(path: str | os.PathLike[str], options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The result an application wrote to ``--result-file`` (None when it wrote none: it never got that far).
 
@@ -206,7 +211,7 @@ def read_result_file(path: str | os.PathLike[str], options: Mapping[str, str] | 
         text = io.read_text(str(path)) if io.exists(str(path)) else None
     else:
         try:
-            text = Path(path).read_text()
+            text = _local(path).read_text()
         except FileNotFoundError:
             text = None
     if text is None:
@@ -226,7 +231,7 @@ def remove_result_file(path: str, options: Mapping[str, str] | None = None) -> N
 
         FileIO(path, options).delete(path)
     else:
-        Path(path).unlink(missing_ok=True)
+        _local(path).unlink(missing_ok=True)
 
 
 def _write_result_file(path: str | None, result: Mapping[str, Any], options: Mapping[str, str]) -> None:
@@ -238,11 +243,12 @@ def _write_result_file(path: str | None, result: Mapping[str, Any], options: Map
 
         FileIO(path, options).write_bytes(path, text.encode("utf-8"))
         return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp"
+    target = _local(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{target}.tmp"
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(text)
-    os.replace(tmp, path)
+    os.replace(tmp, target)
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
