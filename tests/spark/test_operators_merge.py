@@ -45,7 +45,7 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op.clauses[0] == {"when": "matched", "action": "update", "set": "*", "condition": "s.v > t.v"}
     spec = op._prepare(context())
     hook = op._get_hook()
-    assert hook._connection["master"] == "local[*]"
+    assert hook.master == "local[*]"
     assert op.conf["spark.pyspark.python"] == sys.executable
     assert op.env_vars["PYSPARK_PYTHON"] == sys.executable
     assert op.py_files is None                                    # local: the installed package is used
@@ -90,7 +90,7 @@ def test_cluster_master_ships_the_package_as_py_files(paimon_conn, monkeypatch, 
                        json.dumps({"conn_type": "spark", "host": "spark://m", "port": 7077}))
     op = CompactOperator(task_id="compact", table="db.t", conn_id="spark_cluster", partitions={"dt": "2026-11-14"})
     spec = op._prepare(context(task_id="compact"))
-    assert op._get_hook()._connection["master"] == "spark://m:7077"
+    assert op._get_hook().master == "spark://m:7077"
     assert op.py_files and op.py_files.endswith(".zip") and op.py_files.startswith(str(tmp_path))
     names = zipfile.ZipFile(op.py_files).namelist()
     assert "airflow_paimon/spark/merge_app.py" in names and "airflow_paimon/format/table.py" in names
