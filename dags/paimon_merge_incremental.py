@@ -90,7 +90,7 @@ with DAG(
     check_day = ShortCircuitOperator(task_id="check_day", python_callable=_day_not_done)
     merge = MergeIncrementalOperator(
         task_id="merge_increment",
-        target="{{ params.table }}",
+        table="{{ params.table }}",
         source="{{ params.incoming }}/" + DAY,
         source_format="parquet",
         clauses=[
@@ -112,8 +112,8 @@ with DAG(
     )
     weekly = ShortCircuitOperator(task_id="on_sunday", python_callable=_on_sunday, trigger_rule="none_failed",
                                   ignore_downstream_trigger_rules=False)
-    compact = CompactOperator(task_id="compact", target="{{ params.table }}", **TABLE_ARGS, **SPARK_ARGS)
-    orphans = RemoveOrphanFilesOperator(task_id="remove_orphan_files", target="{{ params.table }}",
+    compact = CompactOperator(task_id="compact", table="{{ params.table }}", **TABLE_ARGS, **SPARK_ARGS)
+    orphans = RemoveOrphanFilesOperator(task_id="remove_orphan_files", table="{{ params.table }}",
                                         older_than="3 d", **TABLE_ARGS, **SPARK_ARGS)
     expire = ExpireSnapshotsOperator(task_id="expire_snapshots", table="{{ params.table }}",
                                      trigger_rule="none_failed", max_active_tis_per_dag=1, **TABLE_ARGS)

@@ -78,8 +78,7 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         self.older_than = older_than
         self.max_deletes = max_deletes
         self.expire_tags = expire_tags
-        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
-        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
+        self.is_dry_run = dry_run  # not `dry_run`: that is BaseOperator's method
         self.check_arguments_at_parse_time()
 
     def _overrides(self, rendered: bool = True) -> dict[str, Any]:
@@ -91,10 +90,10 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         super().check_arguments(rendered)
         ExpirePolicy.check_arguments(**self._overrides(rendered))
         args.flag(self.expire_tags, "expire_tags")
-        args.flag(self.dry_run, "dry_run")
+        args.flag(self.is_dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
-        dry_run = args.flag(self.dry_run, "dry_run")
+        dry_run = args.flag(self.is_dry_run, "dry_run")
         table = self.get_table()
         try:
             policy = ExpirePolicy.from_options(table.options(), **self._overrides())

@@ -1,21 +1,29 @@
 """Heavy table upkeep on Spark: compaction and orphan-file cleanup.
 
 Both operators are :class:`~airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator`
-subclasses (see :class:`~airflow_paimon.operators.merge.PaimonSparkSubmitOperator`: the warehouse comes from
-the Paimon connection, ``local[*]`` with the worker's Python when there is no Spark connection, the package
-shipped as ``--py-files`` zip for clusters).
+subclasses (see :class:`~airflow_paimon.operators.spark_submit.PaimonSparkSubmitOperator`: the warehouse comes
+from the Paimon connection, ``local[*]`` with the worker's Python when there is no Spark connection, the package
+shipped as ``--py-files`` zip for clusters, the result from the application's result file).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowException
 
 from airflow_paimon import arguments as args
 from airflow_paimon.format import values
 from airflow_paimon.operators.checked import checkable
-from airflow_paimon.operators.merge import PaimonSparkSubmitOperator, commit_identifier_for, commit_user_for
+from airflow_paimon.operators.spark_submit import (
+    PaimonSparkSubmitOperator,
+    commit_identifier_for,
+    commit_user_for,
+    table_or_target,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -31,33 +39,33 @@ class CompactOperator(PaimonSparkSubmitOperator):
     Append tables: small files (below ``target-file-size``) of each partition are merged. Snapshots and tags taken
     before keep reading the old files (they are only removed from the new snapshot; expiry deletes them later).
 
-    :param target: ``database.table`` (templated).
+    :param table: ``database.table`` (templated). ``target`` is its deprecated name.
     :param partitions: only these partitions: a list of ``{partition column: value}`` (templated).
     :param target_file_size: bytes per new file; default the table's ``target-file-size``.
     :param paimon_conn_id: the Paimon connection (templated).
 
     Returns (XCom) ``{"status", "snapshot_id", "buckets", "files_before", "files_after", ...}``.
 
-    Checked when the DAG is parsed: ``target``, ``partitions`` (a list of mappings), ``target_file_size``
+    Checked when the DAG is parsed: ``table``, ``partitions`` (a list of mappings), ``target_file_size``
     (>= 1).
     """
 
     app_name = "compact_app"
-    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("target", "partitions")
+    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("table", "partitions")
 
-    def __init__(self, *, target: str, partitions: Sequence[Mapping[str, Any]] | None = None,
+    def __init__(self, *, table: str | None = None, partitions: Sequence[Mapping[str, Any]] | None = None,
                  target_file_size: int | None = None, paimon_conn_id: str = "paimon_default",
-                 **kwargs: Any) -> None:
+                 target: str | None = None, **kwargs: Any) -> None:
         super().__init__(paimon_conn_id=paimon_conn_id, **kwargs)
-        self.target = target
+        self.table = table_or_target(type(self).__name__, table, target)
         self.partitions = partitions
         self.target_file_size = target_file_size
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
         super().check_arguments(rendered)
-        if checkable(self.target, rendered) or self.target is None:
-            args.table_identifier(self.target, "target")
+        if checkable(self.table, rendered) or self.table is None:
+            args.table_identifier(self.table, "table")
         if self.target_file_size is not None:
             args.whole_number(self.target_file_size, "target_file_size", minimum=1)
         partitions = self.partitions
@@ -70,7 +78,7 @@ class CompactOperator(PaimonSparkSubmitOperator):
     def build_spec(self, context: Context) -> dict[str, Any]:
         ti = context["ti"]
         spec: dict[str, Any] = {
-            "target": self.target,
+            "target": self.table,
             "commit_user": commit_user_for(ti.dag_id, ti.task_id),
             "commit_identifier": commit_identifier_for(context, "compact"),
         }
@@ -83,9 +91,8 @@ class CompactOperator(PaimonSparkSubmitOperator):
             spec["target_file_size"] = int(self.target_file_size)
         return spec
 
-    def collect_result(self, context: Context, spec: dict[str, Any]) -> Any:
-        printed = super().collect_result(context, spec) or {}
-        return self.committed_result(spec, spec["commit_identifier"], printed,
+    def collect_result(self, context: Context, spec: dict[str, Any], printed: dict[str, Any] | None) -> Any:
+        return self.committed_result(spec, spec["commit_identifier"], printed or {},
                                      ("status", "buckets", "files_before", "files_after", "level", "snapshot_id"))
 
 
@@ -116,7 +123,7 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     With ``use_spark=True`` (default) the Spark application lists and deletes in parallel (for big tables);
     with ``use_spark=False`` the worker runs ``table.remove_orphan_files`` itself and no Spark job is submitted.
 
-    :param target: ``database.table`` (templated).
+    :param table: ``database.table`` (templated). ``target`` is its deprecated name.
     :param older_than: the safety age: a duration (``timedelta`` or ``'3 d'``) before now, or a point in time;
         default one day (templated). Less than one hour is refused unless ``allow_recent=True``.
     :param allow_recent: accept an ``older_than`` under one hour. Files that writers are still committing (a
@@ -131,30 +138,32 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     ``scanned``, ``listing_units``, ``files`` (the first 1000 orphan paths), ``files_found``, ``files_freed``,
     ``files_deleted``, ``bytes_freed`` and ``seconds``.
 
-    Checked when the DAG is parsed (templated values once rendered): ``target``, ``older_than`` (a duration or
+    Checked when the DAG is parsed (templated values once rendered): ``table``, ``older_than`` (a duration or
     a point in time, at least one hour before now unless ``allow_recent``), ``allow_recent``, ``dry_run`` and
     ``use_spark`` (True or False).
     """
 
     app_name = "orphans_app"
-    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("target", "older_than")
+    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("table", "older_than")
 
-    def __init__(self, *, target: str, older_than: Any = None, allow_recent: bool = False, dry_run: bool = False,
-                 use_spark: bool = True, paimon_conn_id: str = "paimon_default", **kwargs: Any) -> None:
+    def __init__(self, *, table: str | None = None, older_than: Any = None, allow_recent: bool = False,
+                 dry_run: bool = False, use_spark: bool = True, paimon_conn_id: str = "paimon_default",
+                 target: str | None = None, **kwargs: Any) -> None:
         super().__init__(paimon_conn_id=paimon_conn_id, **kwargs)
-        self.target = target
+        self.table = table_or_target(type(self).__name__, table, target)
         self.older_than = older_than
         self.allow_recent = allow_recent
-        self.dry_run = dry_run
+        self.is_dry_run = dry_run  # not `dry_run`: that is BaseOperator's method
         self.use_spark = use_spark
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
         super().check_arguments(rendered)
-        if checkable(self.target, rendered) or self.target is None:
-            args.table_identifier(self.target, "target")
-        for name in ("allow_recent", "dry_run", "use_spark"):
-            args.flag(getattr(self, name), name)
+        if checkable(self.table, rendered) or self.table is None:
+            args.table_identifier(self.table, "table")
+        args.flag(self.allow_recent, "allow_recent")
+        args.flag(self.is_dry_run, "dry_run")
+        args.flag(self.use_spark, "use_spark")
         value = self.older_than
         if not checkable(value, rendered):
             return
@@ -169,7 +178,7 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
                 "nobody writes to")
 
     def build_spec(self, context: Context) -> dict[str, Any]:
-        spec: dict[str, Any] = {"target": self.target, "dry_run": bool(self.dry_run)}
+        spec: dict[str, Any] = {"target": self.table, "dry_run": bool(self.is_dry_run)}
         spec.update(_older_than_args(self.older_than))
         return spec
 
@@ -178,7 +187,16 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
             return super().execute(context)
         from airflow_paimon.format.upkeep.orphans import MAX_LISTED_FILES
 
-        table = self.paimon_hook().get_table(self.target)
-        result = table.remove_orphan_files(older_than=_older_than(self.older_than), dry_run=bool(self.dry_run))
+        table = self.paimon_hook().get_table(str(self.table))  # checked once rendered
+        result = table.remove_orphan_files(older_than=_older_than(self.older_than), dry_run=bool(self.is_dry_run))
         self.log.info("%s", result.summary())
         return result.to_dict(MAX_LISTED_FILES)
+
+    def collect_result(self, context: Context, spec: dict[str, Any], printed: dict[str, Any] | None) -> Any:
+        """The application's ``OrphanResult.to_dict``, the worker's shape. Nothing is committed, so the table
+        cannot stand in for a lost result: the task fails and its retry (cleanup is idempotent) reports anew."""
+        if not printed:
+            raise AirflowException(
+                f"{Path(self.application).name} finished without writing its result; retry the task (removing "
+                "orphan files again is safe)")
+        return printed

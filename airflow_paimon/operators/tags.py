@@ -373,8 +373,7 @@ class DeleteTagOperator(PaimonTableOperator):
         super().__init__(table=table, paimon_conn_id=paimon_conn_id, **kwargs)
         self.tag_name = tag_name
         self.ignore_missing = ignore_missing
-        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
-        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
+        self.is_dry_run = dry_run  # not `dry_run`: that is BaseOperator's method
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
@@ -382,11 +381,11 @@ class DeleteTagOperator(PaimonTableOperator):
         if checkable(self.tag_name, rendered) or self.tag_name is None:
             args.tag_name(self.tag_name)
         args.flag(self.ignore_missing, "ignore_missing")
-        args.flag(self.dry_run, "dry_run")
+        args.flag(self.is_dry_run, "dry_run")
 
     def execute(self, context: Context) -> dict[str, Any]:
         table = self.get_table()
-        dry_run = args.flag(self.dry_run, "dry_run")
+        dry_run = args.flag(self.is_dry_run, "dry_run")
         try:
             result = table.tags.delete(self.tag_name, dry_run=dry_run)
         except TagNotFoundError as exc:
@@ -422,7 +421,7 @@ class RollbackOperator(PaimonTableOperator):
     Returns the cleanup summary (``rolled_back_to``, ``snapshots``, ``tags``, ``files_freed``, ...).
     """
 
-    template_fields: Sequence[str] = ("table", "paimon_conn_id", "to_tag", "to_snapshot", "to_time", "dry_run")
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "to_tag", "to_snapshot", "to_time", "is_dry_run")
 
     def __init__(
         self,
@@ -445,8 +444,7 @@ class RollbackOperator(PaimonTableOperator):
         self.to_tag = to_tag
         self.to_snapshot = to_snapshot
         self.to_time = to_time
-        # The argument's name shadows BaseOperator.dry_run(), a method Airflow's own code does not call.
-        self.dry_run = dry_run  # type: ignore[method-assign,assignment]
+        self.is_dry_run = dry_run  # not `dry_run`: that is BaseOperator's method
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
@@ -455,14 +453,14 @@ class RollbackOperator(PaimonTableOperator):
             args.whole_number(self.to_snapshot, "to_snapshot", minimum=1)
         if checkable(self.to_time, rendered):
             args.point_in_time(self.to_time, "to_time")
-        if checkable(self.dry_run, rendered):
-            args.flag(self.dry_run, "dry_run", rendered=rendered)
+        if checkable(self.is_dry_run, rendered):
+            args.flag(self.is_dry_run, "dry_run", rendered=rendered)
 
     def execute(self, context: Context) -> dict[str, Any]:
         # A template that rendered to nothing ("{{ params.tag or '' }}") means "not given".
         to_tag, to_snapshot, to_time = (None if isinstance(v, str) and not v.strip() else v
                                         for v in (self.to_tag, self.to_snapshot, self.to_time))
-        dry_run = args.flag(self.dry_run, "dry_run", rendered=True)  # checked once rendered: "true" is True
+        dry_run = args.flag(self.is_dry_run, "dry_run", rendered=True)  # checked once rendered: "true" is True
         table = self.get_table()
         try:
             result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=dry_run)

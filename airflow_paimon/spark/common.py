@@ -88,18 +88,16 @@ def strip_script_dir() -> None:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
 
 
-def load_spec(argv: list[str] | None, flags: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    """The job spec from ``--spec JSON`` / ``--spec-file PATH`` and/or individual flags (flags win).
-
-    Filesystem options may also come from the environment variable AIRFLOW_PAIMON_CATALOG_OPTIONS (JSON), which
-    keeps secrets off the command line.
-    """
+def _spec_parser(flags: Mapping[str, dict[str, Any]]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spec", help="the whole job as one JSON object")
     parser.add_argument("--spec-file", help="a file holding the job as one JSON object")
     for name, kwargs in flags.items():
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, **kwargs)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _assemble_spec(args: argparse.Namespace, flags: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if args.spec_file:
         spec.update(json.loads(Path(args.spec_file).read_text()))
@@ -115,6 +113,25 @@ def load_spec(argv: list[str] | None, flags: Mapping[str, dict[str, Any]]) -> di
         options.update(spec.get("options") or {})
         spec["options"] = options
     return spec
+
+
+def load_spec(argv: list[str] | None, flags: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The job spec from ``--spec JSON`` / ``--spec-file PATH`` and/or individual flags (flags win).
+
+    Filesystem options may also come from the environment variable AIRFLOW_PAIMON_CATALOG_OPTIONS (JSON), which
+    keeps secrets off the command line.
+    """
+    return _assemble_spec(_spec_parser(flags).parse_args(argv), flags)
+
+
+def _filesystem_options(argv: list[str]) -> dict[str, str]:
+    """The job's filesystem options (to write a result file on the warehouse's store), whatever else argv holds."""
+    flags = {"options": {"type": json_arg}}
+    known, _ = _spec_parser(flags).parse_known_args(argv)
+    try:
+        return dict(_assemble_spec(known, flags).get("options") or {})
+    except (OSError, ValueError, TypeError):  # a spec that does not load: main() reports it
+        return {}
 
 
 def json_arg(value: Any) -> Any:
@@ -173,11 +190,31 @@ def parse_result(lines: Any) -> dict[str, Any] | None:
     return found
 
 
-def read_result_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The result an application wrote to ``--result-file`` (None when it wrote none: it never got that far)."""
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
+def _is_uri(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def _local(path: str | os.PathLike[str]) -> Path:
+    text = str(path)
+    return Path(text[len("file://"):] if text.startswith("file://") else text)
+
+
+def read_result_file(path: str | os.PathLike[str], options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The result an application wrote to ``--result-file`` (None when it wrote none: it never got that far).
+
+    `path` is a local path, or a URI on the warehouse's store (read with its filesystem `options`)."""
+    text: str | None
+    if _is_uri(str(path)):
+        from airflow_paimon.format.fileio import FileIO
+
+        io = FileIO(str(path), options)
+        text = io.read_text(str(path)) if io.exists(str(path)) else None
+    else:
+        try:
+            text = _local(path).read_text()
+        except FileNotFoundError:
+            text = None
+    if text is None:
         return None
     try:
         found = json.loads(text)
@@ -186,13 +223,32 @@ def read_result_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def _write_result_file(path: str | None, result: Mapping[str, Any]) -> None:
+def remove_result_file(path: str, options: Mapping[str, str] | None = None) -> None:
+    """Delete a result file (absent is fine): before a submission, so that a retry never reads an older
+    attempt's result, and after reading it."""
+    if _is_uri(path):
+        from airflow_paimon.format.fileio import FileIO
+
+        FileIO(path, options).delete(path)
+    else:
+        _local(path).unlink(missing_ok=True)
+
+
+def _write_result_file(path: str | None, result: Mapping[str, Any], options: Mapping[str, str]) -> None:
     if not path:
         return
-    tmp = f"{path}.tmp"
+    text = json.dumps(result, default=str, sort_keys=True)
+    if _is_uri(path):
+        from airflow_paimon.format.fileio import FileIO
+
+        FileIO(path, options).write_bytes(path, text.encode("utf-8"))
+        return
+    target = _local(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{target}.tmp"
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        json.dump(result, f, default=str, sort_keys=True)
-    os.replace(tmp, path)
+        f.write(text)
+    os.replace(tmp, target)
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
@@ -217,7 +273,9 @@ def _one_line(error: BaseException) -> str:
 
 
 def run_app(main: Any, argv: list[str] | None = None) -> int:
-    """Run `main(argv)`, which returns the job's result; print it (and write it to ``--result-file PATH``).
+    """Run `main(argv)`, which returns the job's result; print it (and write it to ``--result-file PATH``: a
+    local path when the driver runs beside the operator, else a URI on the warehouse's store, written with the
+    job's own filesystem options).
 
     A bad input (see `_input_errors`; a commit conflict is not one: a retry may succeed) becomes a one-line
     ``ERROR`` on stderr, a ``failed`` result and exit code INPUT_ERROR_EXIT, so that the operator can tell it
@@ -237,8 +295,8 @@ def run_app(main: Any, argv: list[str] | None = None) -> int:
         print(f"ERROR {message}", file=sys.stderr, flush=True)
         failed = {"status": "failed", "error": message}
         print_result(failed)
-        _write_result_file(known.result_file, failed)
+        _write_result_file(known.result_file, failed, _filesystem_options(rest))
         return INPUT_ERROR_EXIT
     print_result(result)
-    _write_result_file(known.result_file, result)
+    _write_result_file(known.result_file, result, _filesystem_options(rest))
     return 0

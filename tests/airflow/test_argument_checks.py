@@ -27,7 +27,7 @@ pytestmark = pytest.mark.airflow
 UPSERT_INSERT = not_matched_insert(values={"id": "s.id", "value": "s.value"})
 
 MISTAKES = {
-    "source_format": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "source_format": "parket"},
+    "source_format": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "source_format": "parket"},
                       r"source_format: 'parket' is not one of .*did you mean 'parquet'"),
     "time_retained": (CreateTagOperator, {"table": "db.t", "time_retained": "7 dayz"},
                       r"time_retained: expected a duration such as '7d'"),
@@ -41,7 +41,8 @@ MISTAKES = {
                     r"max_deletes: expected a whole number"),
     "table without database": (CreateTagOperator, {"table": "orders"},
                                r"table: 'orders' names no database: write it as 'database.table'"),
-    "target without database": (CompactOperator, {"target": "orders"}, r"target: 'orders' names no database"),
+    "Spark operator table without database": (CompactOperator, {"table": "orders"},
+                                              r"table: 'orders' names no database"),
     "numeric tag name": (CreateTagOperator, {"table": "db.t", "tag_name": "123"},
                          r"tag_name: '123' is purely numeric"),
     "tag name with a path": (DeleteTagOperator, {"table": "db.t", "tag_name": "../x"},
@@ -54,41 +55,41 @@ MISTAKES = {
     "if_exists case": (CreateTagOperator, {"table": "db.t", "if_exists": "Replace"},
                        r"if_exists: 'Replace' is not one of .*did you mean 'replace'"),
     "condition syntax": (MergeIncrementalOperator,
-                         {"target": "db.t", "source": "/in", "clauses": [matched_delete(condition="s.op = "),
+                         {"table": "db.t", "source": "/in", "clauses": [matched_delete(condition="s.op = "),
                                                                          matched_update()]},
                          r"clauses\[0\] \(WHEN MATCHED AND s.op =  THEN DELETE\) condition: 's.op = ' is not valid "
                          r"Spark SQL"),
     "assignment syntax": (MergeIncrementalOperator,
-                          {"target": "db.t", "source": "/in",
+                          {"table": "db.t", "source": "/in",
                            "clauses": [matched_update(set={"value": "upper(s.value"})]},
                           r"clauses\[0\] .* value: 'upper\(s.value' is not valid Spark SQL"),
     "on column the insert does not set": (
         MergeIncrementalOperator,
-        {"target": "db.t", "source": "/in", "on": "idd", "clauses": [matched_update(), UPSERT_INSERT]},
+        {"table": "db.t", "source": "/in", "on": "idd", "clauses": [matched_update(), UPSERT_INSERT]},
         r"clauses: clauses\[1\] .* sets no value for the on column\(s\) \['idd'\]"),
-    "on column twice": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "on": "id, ID"},
+    "on column twice": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "on": "id, ID"},
                         r"on: 'ID' is given twice"),
-    "on not a column name": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "on": "id;drop"},
+    "on not a column name": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "on": "id;drop"},
                              r"on: 'id;drop' .* is not a column name"),
     "unconditional update first": (
         MergeIncrementalOperator,
-        {"target": "db.t", "source": "/in",
+        {"table": "db.t", "source": "/in",
          "clauses": [matched_update(), matched_update(set="*", condition="s.ts > t.ts")]},
         r"clauses: clause #2 .* can never apply: clause #1 .* has no condition"),
-    "clauses as bad JSON": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "clauses": "[{"},
+    "clauses as bad JSON": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "clauses": "[{"},
                             r"clauses: clauses is not valid JSON"),
-    "reapply": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "reapply": "maybe"},
+    "reapply": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "reapply": "maybe"},
                 r"reapply: expected True or False"),
-    "driver_bytes": (MergeIncrementalOperator, {"target": "db.t", "source": "/in", "driver_bytes": -1},
+    "driver_bytes": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "driver_bytes": -1},
                      r"driver_bytes: must be at least 0"),
-    "orphan older_than under an hour": (RemoveOrphanFilesOperator, {"target": "db.t", "older_than": "30 min"},
+    "orphan older_than under an hour": (RemoveOrphanFilesOperator, {"table": "db.t", "older_than": "30 min"},
                                         r"older_than: '30 min' would delete files younger than one hour.*"
                                         r"allow_recent=True"),
-    "orphan older_than typo": (RemoveOrphanFilesOperator, {"target": "db.t", "older_than": "3 dayz"},
+    "orphan older_than typo": (RemoveOrphanFilesOperator, {"table": "db.t", "older_than": "3 dayz"},
                                r"older_than: expected a duration"),
-    "orphan dry_run string": (RemoveOrphanFilesOperator, {"target": "db.t", "dry_run": "false"},
+    "orphan dry_run string": (RemoveOrphanFilesOperator, {"table": "db.t", "dry_run": "false"},
                               r"dry_run: expected True or False, not the string 'false'"),
-    "compact partitions": (CompactOperator, {"target": "db.t", "partitions": ["day=1"]},
+    "compact partitions": (CompactOperator, {"table": "db.t", "partitions": ["day=1"]},
                            r"partitions: expected a list of"),
     "wait_for_data string": (TagTimeSensor, {"table": "db.t", "wait_for_data": "false"},
                              r"wait_for_data: expected True or False, not the string 'false'"),
@@ -130,13 +131,13 @@ def test_what_is_right_or_templated_passes_parsing():
         ExpireSnapshotsOperator(task_id="d", table="db.t", retain_min=2, retain_max=2, older_than="2026-11-01")
         ExpireSnapshotsOperator(task_id="e", table="db.t", retain_min="{{ params.n }}", older_than="3 d")
         MergeIncrementalOperator(
-            task_id="f", target="db.t", source="/in/{{ ds }}", source_format="CSV", on=["id"], reapply="{{ params.r }}",
+            task_id="f", table="db.t", source="/in/{{ ds }}", source_format="CSV", on=["id"], reapply="{{ params.r }}",
             clauses=[matched_delete(condition="s.op = 'D' AND s.ts > t.ts"), matched_update(set="*"),
                      not_matched_insert(values={"id": "s.id", "value": "coalesce(s.value, '')"})],
         )
-        MergeIncrementalOperator(task_id="g", target="db.t", source="/in", clauses="{{ params.clauses }}")
-        RemoveOrphanFilesOperator(task_id="h", target="db.t", older_than="30 min", allow_recent=True)
-        RemoveOrphanFilesOperator(task_id="i", target="db.t", older_than=dt.timedelta(hours=2))
+        MergeIncrementalOperator(task_id="g", table="db.t", source="/in", clauses="{{ params.clauses }}")
+        RemoveOrphanFilesOperator(task_id="h", table="db.t", older_than="30 min", allow_recent=True)
+        RemoveOrphanFilesOperator(task_id="i", table="db.t", older_than=dt.timedelta(hours=2))
         TagTimeSensor(task_id="j", table="db.t", wait_for_data=True, deferrable=False)
         TagSensor(task_id="k", table="db.t", tag_name="{{ ds }}")
 

@@ -306,7 +306,7 @@ def test_periodic_tags_beyond_num_retained_max_expire(warehouse, now):
 def test_templated_fields():
     assert set(CreateTagOperator.template_fields) >= {"table", "tag_name", "snapshot_id", "as_of", "time_retained"}
     assert "tag_name" in DeleteTagOperator.template_fields
-    assert {"to_tag", "to_snapshot", "to_time", "dry_run"} <= set(RollbackOperator.template_fields)
+    assert {"to_tag", "to_snapshot", "to_time", "is_dry_run"} <= set(RollbackOperator.template_fields)
     assert {"retain_min", "retain_max", "older_than"} <= set(ExpireSnapshotsOperator.template_fields)
 
 

@@ -1,4 +1,5 @@
-"""The Paimon connection's secrets never reach the spark-submit command line, in any deploy mode.
+"""The Paimon connection's secrets never reach the spark-submit command line, in any deploy mode, and the task's
+result comes from the result file the application writes (never from spark-submit's output).
 
 A fake ``spark-submit`` (an executable put first on PATH) records its argv, its environment and the spec file the
 application would read, and answers like the application. Each Spark deploy mode is submitted through the real
@@ -46,11 +47,13 @@ if "--spec-file" in argv:
         entry["spec"] = json.load(f)
 else:
     entry["spec"] = json.loads(after("--spec")[-1])
-result = {"status": "no_changes", "target": entry["spec"]["target"]}
-for path in after("--result-file"):
-    with open(path, "w") as f:
-        json.dump(result, f)
-print("AIRFLOW_PAIMON_RESULT " + json.dumps(result))
+result = {"status": "no_changes", "target": entry["spec"]["target"], "rows": 7}
+entry["result_file"] = after("--result-file")[-1]
+os.makedirs(os.path.dirname(entry["result_file"]), exist_ok=True)  # a warehouse folder in cluster mode
+with open(entry["result_file"], "w") as f:
+    json.dump(result, f)
+# What the output says is not the result: the operator must not take it from there.
+print("AIRFLOW_PAIMON_RESULT " + json.dumps(dict(result, rows=999)))
 print("Exit code: 0")
 with open(os.environ["FAKE_SPARK_RECORD"], "w") as f:
     json.dump(entry, f)
@@ -107,7 +110,7 @@ def _operator(mode, monkeypatch, **kwargs):
     conn, extra = MODES[mode]
     if conn is not None:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps(conn))
-    args = dict(task_id="merge", target="db.t", source="/in/2026-11-14", conn_id="spark_test", ship_package=False)
+    args = dict(task_id="merge", table="db.t", source="/in/2026-11-14", conn_id="spark_test", ship_package=False)
     args.update(extra)
     args.update(kwargs)
     return MergeIncrementalOperator(**args)
@@ -137,7 +140,14 @@ def test_the_secret_is_on_no_command_line_and_the_application_gets_its_options(f
         if mode == "yarn-cluster":
             assert entry["argv"][entry["argv"].index("--spec-file") + 1] == "airflow-paimon-spec.json"
             assert entry["spec_path"] in entry["argv"][entry["argv"].index("--files") + 1].split(",")
-    assert result["status"] == "no_changes" and result["target"] == "db.t"
+    assert result["status"] == "no_changes" and result["target"] == "db.t" and result["rows"] == 7
+    # Client mode (the driver runs here): beside the spec, in the private folder. Cluster mode: under the
+    # warehouse, which the driver on the cluster can reach. Either way it is gone once read.
+    if mode.endswith("-cluster"):
+        assert entry["result_file"].startswith(str(Path(spec["warehouse"]) / ".airflow-paimon" / "results"))
+    else:
+        assert Path(entry["result_file"]).parent == Path(entry["spec_path"]).parent
+    assert not Path(entry["result_file"]).exists()
 
 
 def test_kubernetes_cluster_mode_without_a_secret_for_the_options_is_refused(fake_spark, monkeypatch):
@@ -157,7 +167,7 @@ def test_standalone_cluster_mode_is_refused_before_anything_is_submitted(fake_sp
         {"conn_type": "spark", "host": "spark://master.example", "port": 7077, "extra": {"deploy-mode": "cluster"}}))
     from airflow_paimon.operators.merge import MergeIncrementalOperator
 
-    op = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", conn_id="spark_test")
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source="/in", conn_id="spark_test")
     with pytest.raises(AirflowFailException, match="cannot run Python applications on a standalone cluster"):
         op.execute(_context())
     assert not fake_spark.exists()

@@ -37,15 +37,15 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
 
     from airflow_paimon.merge import matched_update, not_matched_insert
     from airflow_paimon.operators.merge import MergeIncrementalOperator
-    op = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in/{{ ds }}", on=["id"],
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source="/in/{{ ds }}", on=["id"],
                                   clauses=[matched_update(set="*", condition="s.v > t.v"), not_matched_insert()])
     assert isinstance(op, SparkSubmitOperator)
     assert op.application.endswith("airflow_paimon/spark/merge_app.py") and os.path.exists(op.application)
-    assert {"target", "source", "on", "clauses", "reapply", "application_args", "conf"} <= set(op.template_fields)
+    assert {"table", "source", "on", "clauses", "reapply", "application_args", "conf"} <= set(op.template_fields)
     assert op.clauses[0] == {"when": "matched", "action": "update", "set": "*", "condition": "s.v > t.v"}
     spec = op._prepare(context())
     hook = op._get_hook()
-    assert hook._connection["master"] == "local[*]"
+    assert hook.master == "local[*]"
     assert op.conf["spark.pyspark.python"] == sys.executable
     assert op.env_vars["PYSPARK_PYTHON"] == sys.executable
     assert op.py_files is None                                    # local: the installed package is used
@@ -66,7 +66,7 @@ def test_merge_operator_submits_the_bundled_app_locally_by_default(paimon_conn):
     assert op._prepare(context(try_number=2, run_id="manual__y"))["reapply_token"] != re["reapply_token"]
     assert op._prepare(context(try_number=2))["reapply_token"] == re["reapply_token"]
     assert "driver_bytes" not in sent                              # the application's default
-    spark_only = MergeIncrementalOperator(task_id="merge", target="db.t", source="/in", driver_bytes=0)
+    spark_only = MergeIncrementalOperator(task_id="merge", table="db.t", source="/in", driver_bytes=0)
     assert spark_only._prepare(context())["driver_bytes"] == 0
 
 
@@ -75,7 +75,7 @@ def test_bad_clauses_fail_when_the_dag_is_parsed():
     from airflow_paimon.operators.merge import MergeIncrementalOperator
 
     with pytest.raises(MergeClauseError):
-        MergeIncrementalOperator(task_id="m", target="db.t", source="x",
+        MergeIncrementalOperator(task_id="m", table="db.t", source="x",
                                  clauses=[{"when": "matched", "action": "insert", "values": "*"}])
 
 
@@ -88,9 +88,9 @@ def test_cluster_master_ships_the_package_as_py_files(paimon_conn, monkeypatch, 
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER",
                        json.dumps({"conn_type": "spark", "host": "spark://m", "port": 7077}))
-    op = CompactOperator(task_id="compact", target="db.t", conn_id="spark_cluster", partitions={"dt": "2026-11-14"})
+    op = CompactOperator(task_id="compact", table="db.t", conn_id="spark_cluster", partitions={"dt": "2026-11-14"})
     spec = op._prepare(context(task_id="compact"))
-    assert op._get_hook()._connection["master"] == "spark://m:7077"
+    assert op._get_hook().master == "spark://m:7077"
     assert op.py_files and op.py_files.endswith(".zip") and op.py_files.startswith(str(tmp_path))
     names = zipfile.ZipFile(op.py_files).namelist()
     assert "airflow_paimon/spark/merge_app.py" in names and "airflow_paimon/format/table.py" in names
@@ -107,7 +107,7 @@ def test_orphan_operator_arguments(paimon_conn):
     utc = int(dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc).timestamp()) * 1000
     assert _older_than_args("2026-11-01T00:00:00") == {"older_than": utc} == _older_than_args(utc)
     assert _older_than_args("2026-11-01T01:00:00+01:00") == {"older_than": utc}
-    op = RemoveOrphanFilesOperator(task_id="o", target="db.t", older_than="2 d", dry_run=True)
+    op = RemoveOrphanFilesOperator(task_id="o", table="db.t", older_than="2 d", dry_run=True)
     spec = op._prepare(context(task_id="o"))
     assert spec == {"target": "db.t", "dry_run": True, "older_than_age": "2 d", "warehouse": paimon_conn}
     assert op.application.endswith("orphans_app.py")
@@ -128,7 +128,7 @@ def test_orphan_operator_in_the_worker(paimon_conn):
         f.write(b"x")
     old = dt.datetime.now().timestamp() - 5 * 86400
     os.utime(stray, (old, old))
-    op = RemoveOrphanFilesOperator(task_id="o", target="db.t", use_spark=False)
+    op = RemoveOrphanFilesOperator(task_id="o", table="db.t", use_spark=False)
     out = op.execute(context(task_id="o"))
     assert out["files_freed"] == 1 and not os.path.exists(stray)
     # The XCom the Spark application returns too (see test_compact_orphans): status, paths, counts.

@@ -40,7 +40,7 @@ def _operator(source, **kwargs):
     from airflow_paimon.operators.merge import MergeIncrementalOperator
 
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
-    return MergeIncrementalOperator(task_id="merge", target="db.t", source=source, conf=conf, driver_memory="1g",
+    return MergeIncrementalOperator(task_id="merge", table="db.t", source=source, conf=conf, driver_memory="1g",
                                     **kwargs)
 
 
