@@ -19,6 +19,7 @@ from .bucketing import bucket_ids
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
+from .kernels import key_text, last_of_each_key
 from .versions import kinds_to_write, version_sort_indices
 
 if TYPE_CHECKING:
@@ -101,21 +102,6 @@ def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), ends.tolist()))
 
 
-def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
-    """Mask of rows that are the last of a run of equal keys in key-sorted data."""
-    last = np.ones(n, dtype=bool)
-    if n <= 1:
-        return last
-    differs = np.zeros(n - 1, dtype=bool)
-    for col in sorted_keys:
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        ne = pc.not_equal(col.slice(0, n - 1), col.slice(1))
-        ne = pc.fill_null(ne, True) if ne.null_count else ne
-        differs |= ne.to_numpy(zero_copy_only=False)
-    last[:-1] = differs
-    return last
-
-
 class TableWrite:
     def __init__(self, table: "Table"):
         table.require_writable()
@@ -154,7 +140,7 @@ class TableWrite:
         keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
         if duplicates == "error" and not keep.all():
             first = int(np.flatnonzero(~keep)[0])
-            key = ", ".join(f"{k}={data.column(k)[first].as_py()!r}" for k in self.schema.primary_keys)
+            key = key_text(data, self.schema.primary_keys, first)
             raise DuplicateKeyError(
                 f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
                 "each key may appear once. Nothing was committed.")
