@@ -117,6 +117,17 @@ def load_spec(argv: list[str] | None, flags: Mapping[str, dict[str, Any]]) -> di
     return spec
 
 
+def as_bool(value: Any) -> bool:
+    """A flag's truth value: a bool, or text such as "true"/"false", "1"/"0", "yes"/"no", "on"/"off"."""
+    if isinstance(value, str):
+        if value.strip().lower() in ("true", "1", "yes", "on"):
+            return True
+        if value.strip().lower() in ("false", "0", "no", "off", "", "none"):
+            return False
+        raise ValueError(f"{value!r} is not a boolean")
+    return bool(value)
+
+
 def json_arg(value: Any) -> Any:
     """A flag value that may be JSON (lists, objects, numbers) or a plain string."""
     if not isinstance(value, str):

@@ -114,6 +114,7 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
     """The rows of `files`, columns renamed to the target's names; None when the files' schemas differ or a
     column cannot be read as Spark would (Spark then reads the source)."""
     schema = None
+    plan: tuple[list[str], list[str]] | None = None
     parts = []
     for f in files:
         # ParquetFile rather than read_table: the latter loads pyarrow.dataset, and with it pandas.
@@ -126,12 +127,12 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
             if schema is None:
                 schema = file_schema
                 plan = _columns_to_read(schema, target)
-                if plan is None:
-                    return None
             elif file_schema != schema:
                 return None
+            if plan is None:
+                return None
             parts.append(parquet.read(columns=plan[0]))
-    if schema is None:
+    if plan is None:
         return target.empty_table()
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     return data.rename_columns(plan[1])
