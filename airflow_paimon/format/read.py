@@ -17,9 +17,10 @@ import pyarrow.compute as pc
 
 from .data_file import DELETE, UPDATE_BEFORE
 from .evolution import file_columns, read_data_file
+from .kernels import last_of_each_key
 from .scan import Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
-from .versions import last_of_each_key, version_sort_indices
+from .versions import version_sort_indices
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds

@@ -120,17 +120,3 @@ def kinds_to_write(options: "TableOptions", data: pa.Table, kinds: pa.Array | pa
                 f"{int(retract.sum())} row(s) are {KIND_NAMES[int(codes[retract][0])]}: an append-only table takes "
                 "+I and +U rows only (set ignore-delete = true to drop retractions)")
     return data, kinds
-
-
-def last_of_each_key(sorted_keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
-    """Mask of rows that are the last of a run of equal keys in key-sorted data."""
-    last = np.ones(n, dtype=bool)
-    if n <= 1:
-        return last
-    differs = np.zeros(n - 1, dtype=bool)
-    for col in sorted_keys:
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        ne = pc.not_equal(col.slice(0, n - 1), col.slice(1))
-        differs |= (ne.fill_null(True) if ne.null_count else ne).to_numpy(zero_copy_only=False)
-    last[:-1] = differs
-    return last

@@ -21,8 +21,9 @@ from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
+from .kernels import key_text, last_of_each_key
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
-from .versions import kinds_to_write, last_of_each_key, version_sort_indices
+from .versions import kinds_to_write, version_sort_indices
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -145,7 +146,7 @@ class TableWrite:
         keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
         if duplicates == "error" and not keep.all():
             first = int(np.flatnonzero(~keep)[0])
-            key = ", ".join(f"{k}={data.column(k)[first].as_py()!r}" for k in self.schema.primary_keys)
+            key = key_text(data, self.schema.primary_keys, first)
             raise DuplicateKeyError(
                 f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
                 "each key may appear once. Nothing was committed.")

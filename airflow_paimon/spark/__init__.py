@@ -3,10 +3,13 @@ from Spark with the bundled format library. No Airflow imports.
 
 * ``tables``: ``read_table_df`` / ``read_changes_df`` (a table, or what changed between two snapshots, as a
   DataFrame) and ``write_changes`` (a DataFrame of changes -> one exactly-once commit);
-* ``merge_job`` / ``merge_app``: MERGE INTO a primary-key table (``merge_app.py`` is what spark-submit runs);
+* ``tasks``: work spread over Spark tasks (``run_per_group``: one task per balanced group of planned units;
+  ``bucket_groups``: a task's rows cut per (partition, bucket));
+* ``merge`` / ``merge_app``: MERGE INTO a primary-key table (``merge_app.py`` is what spark-submit runs);
 * ``compact_app``: full compaction of primary-key buckets, small-file merging of append tables;
 * ``orphans_app``: orphan-file cleanup that lists and deletes in parallel;
-* ``common``: arguments, commit identifiers, result lines, and ``py_files_zip`` for clusters.
+* ``common``: arguments, commit identifiers, result lines, and ``py_files_zip`` for clusters;
+* ``schema_map`` / ``store_assignment``: Arrow <-> Spark types, and which values a MERGE may store.
 
 Submodules import pyspark; this package itself does not.
 """

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping  # noqa: E402
 
 from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
-FLAGS = {
+FLAGS: dict[str, dict[str, Any]] = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "partitions": {"type": json_arg},
     "commit_user": {}, "commit_identifier": {}, "num_tasks": {}, "target_file_size": {},
 }
@@ -38,7 +38,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from airflow_paimon.format.commit import CommitId
     from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
     from airflow_paimon.format.values import count
-    from airflow_paimon.spark.tables import balanced_groups
+    from airflow_paimon.spark.tasks import run_per_group
 
     started = time.monotonic()
     unknown = set(spec) - set(FLAGS)
@@ -71,20 +71,15 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         return result
     target_size = None if spec.get("target_file_size") is None else count(spec["target_file_size"],
                                                                           "target_file_size")
-    k = count(spec.get("num_tasks"), "num_tasks", default=max(1, spark.sparkContext.defaultParallelism * 2))
-    groups = balanced_groups([s.row_count for s in splits], k)
     out_schema = T.StructType([T.StructField("message", T.StringType(), True)])
 
-    def compact_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task_id in batch.column(0).to_pylist():
-                for i in groups[task_id]:
-                    msg = compact_split(table, splits[i], target_size)
-                    if msg is not None:
-                        yield pa.record_batch([pa.array([json.dumps(msg.to_dict())], pa.string())],
-                                              names=["message"])
+    def compact(i: int) -> Iterator[pa.Table]:
+        msg = compact_split(table, splits[i], target_size)
+        if msg is not None:
+            yield pa.table({"message": pa.array([json.dumps(msg.to_dict())], pa.string())})
 
-    rows = spark.range(0, len(groups), 1, len(groups)).mapInArrow(compact_task, out_schema).collect()
+    num_tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
+    rows = run_per_group(spark, [s.row_count for s in splits], compact, out_schema, num_tasks).collect()
     messages = [CommitMessage.from_dict(json.loads(r["message"])) for r in rows]
     result["files_before"] = sum(len(m.deleted_files) for m in messages)
     result["files_after"] = sum(len(m.new_files) for m in messages)

@@ -22,9 +22,11 @@ if __name__ == "__main__":  # run as a script by spark-submit: do not let this f
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
+from typing import Any  # noqa: E402
+
 from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
-FLAGS = {
+FLAGS: dict[str, dict[str, Any]] = {
     "target": {}, "warehouse": {}, "source": {"type": json_arg}, "source_format": {},
     "source_options": {"type": json_arg}, "on": {"type": json_arg}, "clauses": {"type": json_arg},
     "commit_user": {}, "commit_identifier": {}, "reapply": {}, "reapply_token": {},
@@ -33,8 +35,8 @@ FLAGS = {
 }
 
 
-def main(argv: list[str] | None = None) -> dict:
-    from airflow_paimon.spark.merge_job import MergeSpec, run_merge
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from airflow_paimon.spark.merge import MergeSpec, run_merge
 
     spec = MergeSpec.from_dict(load_spec(argv, FLAGS))
     return run_merge(lambda: spark_session(f"paimon-merge-{spec.target}"), spec)

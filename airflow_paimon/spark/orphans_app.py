@@ -34,7 +34,7 @@ from typing import Any, Iterator, Mapping  # noqa: E402
 
 from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
 
-FLAGS = {
+FLAGS: dict[str, dict[str, Any]] = {
     "target": {}, "warehouse": {}, "options": {"type": json_arg}, "older_than": {"type": json_arg},
     "older_than_age": {}, "dry_run": {}, "num_tasks": {},
 }
@@ -74,6 +74,7 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from airflow_paimon.format.upkeep.results import OrphanFile, OrphanResult
     from airflow_paimon.format.upkeep.roots import check_supported
     from airflow_paimon.format.values import boolean, count, duration, instant
+    from airflow_paimon.spark.tasks import default_tasks, run_per_group
 
     started = time.monotonic()
     unknown = set(spec) - set(FLAGS)
@@ -92,37 +93,29 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
     check_supported(table)
     io, root, depth = table.io, table.path, len(table.partition_keys)
-    k = max(1, spark.sparkContext.defaultParallelism * 2) if tasks is None else tasks
+    k = default_tasks(spark) if tasks is None else tasks
     units = _listing_units(io, root, depth, 4 * k)
     referenced = spark.sparkContext.broadcast(frozenset(referenced_names(table)))
     schema = T.StructType([T.StructField("path", T.StringType()), T.StructField("size", T.LongType()),
                            T.StructField("mtime_ms", T.LongType()), T.StructField("scanned", T.LongType())])
 
-    def list_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        names = referenced.value
-        for batch in batches:
-            paths, sizes, mtimes, scanned = [], [], [], 0
-            for i in batch.column(0).to_pylist():
-                directory, recursive = units[i]
-                infos = io.walk(directory) if recursive else io.list_dir(directory)
-                for info in infos:
-                    scanned += 1
-                    found = orphan_file(info, root, depth, names, threshold)
-                    if found is not None:
-                        paths.append(found.path)
-                        sizes.append(found.size)
-                        mtimes.append(found.mtime_ms)
-            # The found files, then one row (path null) carrying how many files this batch listed.
-            paths.append(None)
-            sizes.append(0)
-            mtimes.append(0)
-            counts = [0] * (len(paths) - 1) + [scanned]
-            yield pa.record_batch([pa.array(paths, pa.string()), pa.array(sizes, pa.int64()),
-                                   pa.array(mtimes, pa.int64()), pa.array(counts, pa.int64())],
-                                  names=["path", "size", "mtime_ms", "scanned"])
+    def list_unit(i: int) -> Iterator[pa.Table]:
+        directory, recursive = units[i]
+        paths, sizes, mtimes, scanned = [], [], [], 0
+        for info in io.walk(directory) if recursive else io.list_dir(directory):
+            scanned += 1
+            found = orphan_file(info, root, depth, referenced.value, threshold)
+            if found is not None:
+                paths.append(found.path)
+                sizes.append(found.size)
+                mtimes.append(found.mtime_ms)
+        # The found files, then one row (path null) carrying how many files this unit holds.
+        counts = [0] * len(paths) + [scanned]
+        yield pa.table({"path": pa.array(paths + [None], pa.string()), "size": pa.array(sizes + [0], pa.int64()),
+                        "mtime_ms": pa.array(mtimes + [0], pa.int64()), "scanned": pa.array(counts, pa.int64())})
 
     n = len(units)
-    rows = spark.range(0, n, 1, min(n, k * 4)).mapInArrow(list_task, schema).collect()
+    rows = run_per_group(spark, [1] * n, list_unit, schema, 4 * k).collect()
     result = OrphanResult(dry_run, threshold, target=table.identifier, listing_units=n,
                           scanned=sum(r["scanned"] for r in rows))
     result.files = sorted((OrphanFile(r["path"], r["size"], r["mtime_ms"]) for r in rows if r["path"] is not None),
@@ -135,17 +128,13 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         return result.to_dict(MAX_LISTED_FILES)
     chunks = max(1, min(len(paths), k * 2))
 
-    def delete_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            done = 0
-            for i in batch.column(0).to_pylist():
-                for p in paths[i::chunks]:
-                    io.delete(p)
-                    done += 1
-            yield pa.record_batch([pa.array([done], pa.int64())], names=["deleted"])
+    def delete_chunk(c: int) -> Iterator[pa.Table]:
+        for p in paths[c::chunks]:
+            io.delete(p)
+        yield pa.table({"deleted": pa.array([len(paths[c::chunks])], pa.int64())})
 
-    deleted = spark.range(0, chunks, 1, chunks).mapInArrow(
-        delete_task, T.StructType([T.StructField("deleted", T.LongType())])).collect()
+    deleted = run_per_group(spark, [1] * chunks, delete_chunk, T.StructType([T.StructField("deleted", T.LongType())]),
+                            chunks).collect()
     remove_empty_data_dirs(table, paths)
     result.files_deleted = sum(r["deleted"] for r in deleted)
     result.seconds = time.monotonic() - started

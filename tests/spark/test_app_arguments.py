@@ -8,8 +8,8 @@ import pytest
 
 from airflow_paimon.format import Catalog, InvalidValueError
 from airflow_paimon.spark.common import load_spec
+from airflow_paimon.spark.merge.spec import MergeSpec
 from airflow_paimon.spark.merge_app import FLAGS as MERGE_FLAGS
-from airflow_paimon.spark.merge_job import MergeSpec
 from airflow_paimon.spark.orphans_app import run_remove_orphans
 
 BASE = {"target": "db.t", "warehouse": "/w", "source": "/in"}

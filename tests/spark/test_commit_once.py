@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.spark.compact_app import run_compaction
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.tables import write_changes
 
 from .test_merge import SCHEMA, make_target, row, write_source

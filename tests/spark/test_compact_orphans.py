@@ -10,7 +10,7 @@ import pytest
 
 from airflow_paimon.format.compact import compact, max_level, plan_compaction
 from airflow_paimon.spark.compact_app import run_compaction
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.orphans_app import run_remove_orphans
 
 from .reference import canonical

@@ -15,7 +15,7 @@ import pytest
 
 from airflow_paimon.format.errors import DuplicateKeyError, InvalidDataError
 from airflow_paimon.merge import MergeClauseError, matched_update, not_matched_insert
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 
 from .reference import canonical, clause, merge_rows
 from .test_merge import COLUMNS, SCHEMA, make_target, row, write_source

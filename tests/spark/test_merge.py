@@ -23,7 +23,7 @@ from airflow_paimon.merge import (
     not_matched_by_source_update,
     not_matched_insert,
 )
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.tables import DuplicateKeyError, read_table_df
 
 from .reference import canonical, clause, merge_rows

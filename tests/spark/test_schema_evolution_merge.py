@@ -12,7 +12,7 @@ import pytest
 from airflow_paimon.format.schema_change import SchemaChange
 from airflow_paimon.merge import matched_update, not_matched_insert
 from airflow_paimon.spark.compact_app import run_compaction
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.tables import read_table_df
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.merge import matched_update, not_matched_insert
-from airflow_paimon.spark.merge_job import run_merge
+from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.tables import read_table_df, write_changes
 
 from .reference import canonical, clause, merge_rows, older

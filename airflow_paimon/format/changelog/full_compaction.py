@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from ..kernels import last_of_each_key
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
-from ..versions import last_of_each_key, version_sort_indices
+from ..versions import version_sort_indices
 from .rows import changes, is_add, newest, write_changelog
 
 if TYPE_CHECKING:

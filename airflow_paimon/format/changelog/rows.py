@@ -18,9 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, write_kv_file
+from ..kernels import last_of_each_key
 from ..manifest import DataFileMeta
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
-from ..versions import last_of_each_key, version_sort_indices
+from ..versions import version_sort_indices
 
 if TYPE_CHECKING:
     from ..table import Table

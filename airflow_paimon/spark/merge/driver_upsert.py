@@ -26,10 +26,13 @@ from airflow_paimon.format import Table
 from airflow_paimon.format.commit import Transaction
 from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.versions import kinds_to_write
+from airflow_paimon.merge import is_plain_upsert, normalize_on, parse_clauses, validate_clauses
 
-from .store_assignment import check_store_assignment
+from ..store_assignment import check_store_assignment
+from .result import Written
+from .spec import MergeSpec
 
-__all__ = ["local_parquet_files", "read_increment", "upsert_in_driver"]
+__all__ = ["local_parquet_files", "read_increment", "upsert_in_driver", "upsert_small_local_source"]
 
 # Names Spark's file listing skips (hidden and metadata files, files still being copied).
 _SKIPPED_PREFIXES = ("_", ".")
@@ -111,6 +114,7 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
     """The rows of `files`, columns renamed to the target's names; None when the files' schemas differ or a
     column cannot be read as Spark would (Spark then reads the source)."""
     schema = None
+    plan: tuple[list[str], list[str]] | None = None
     parts = []
     for f in files:
         # ParquetFile rather than read_table: the latter loads pyarrow.dataset, and with it pandas.
@@ -123,12 +127,12 @@ def read_increment(files: Sequence[str], target: pa.Schema) -> pa.Table | None:
             if schema is None:
                 schema = file_schema
                 plan = _columns_to_read(schema, target)
-                if plan is None:
-                    return None
             elif file_schema != schema:
                 return None
+            if plan is None:
+                return None
             parts.append(parquet.read(columns=plan[0]))
-    if schema is None:
+    if plan is None:
         return target.empty_table()
     data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     return data.rename_columns(plan[1])
@@ -157,3 +161,28 @@ def upsert_in_driver(table: Table, data: pa.Table,
     snap = tx.commit(messages)
     seconds["commit"] = round(time.monotonic() - started, 3)
     return snap, rows, seconds
+
+
+def upsert_small_local_source(spec: MergeSpec, table: Table, tx: Transaction,
+                              started: float) -> tuple[Written, dict[str, Any]] | None:
+    """The merge done here, without Spark, and a description of its source; None when it needs Spark (not a
+    plain upsert, a fixed number of tasks, or a source that is not small local Parquet read as Spark would)."""
+    names = table.schema().field_names
+    clauses = parse_clauses(spec.clauses)
+    on = normalize_on(spec.on, table.primary_keys, names)
+    if not (is_plain_upsert(clauses) and set(on) == set(table.primary_keys)) or spec.num_tasks is not None:
+        return None
+    files = local_parquet_files(spec.source, spec.source_format, spec.source_options, spec.driver_bytes)
+    if files is None:
+        return None
+    data = read_increment(files, table.arrow_schema())
+    if data is None:
+        return None
+    validate_clauses(clauses, target_columns=names, primary_keys=table.primary_keys, on=on,
+                     source_columns=data.column_names)
+    planned = time.monotonic()
+    snap, rows, seconds = upsert_in_driver(table, data, tx)
+    source = {"kind": "files", "path": spec.source if isinstance(spec.source, str) else spec.source.get("path"),
+              "format": "parquet", "files": len(files)}
+    return Written(snap, rows, "upsert", engine="driver", timings=dict(seconds, plan=round(planned - started, 3))), \
+        source

@@ -1,0 +1,132 @@
+"""Whole-array kernels over key columns that the reader, the writer and the Spark tasks share.
+
+Each works on Arrow arrays at once (no per-row Python), and treats two nulls as equal keys, as a GROUP BY does:
+runs of equal keys in sorted data, the last row of each key, the check that a set of rows holds each key once,
+and the before/after comparison of two key-unique tables that change data is built from.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import DuplicateKeyError
+
+__all__ = ["CHANGE_COLUMN", "null_safe_equal", "equal_runs", "last_of_each_key", "key_text", "check_unique_keys",
+           "diff_rows"]
+
+CHANGE_COLUMN = "_change"   # the kind column of change rows: +I, +U, -D
+
+Column = pa.ChunkedArray | pa.Array
+
+
+def null_safe_equal(a: Column, b: Column) -> np.ndarray:
+    """Element-wise a == b as a boolean array, where two nulls are equal and a null never equals a value."""
+    eq = pc.equal(a, b)
+    out = np.asarray(eq.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    if eq.null_count:
+        out |= _nulls(a) & _nulls(b)
+    return out
+
+
+def _nulls(col: Column) -> np.ndarray:
+    return np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _row_indices(col: Column) -> tuple[np.ndarray, np.ndarray]:
+    """(valid mask, indices with 0 where null) of a column of row indices from an outer join."""
+    valid = ~_nulls(col)
+    values = np.asarray(col.to_numpy(zero_copy_only=False))
+    return valid, np.where(valid, np.nan_to_num(values), 0).astype(np.int64)
+
+
+def _differs_from_next(columns: Sequence[Column], num_rows: int) -> np.ndarray:
+    """For rows 0..n-2: whether the row's key differs from the next row's."""
+    differs = np.zeros(max(num_rows - 1, 0), dtype=bool)
+    if num_rows < 2:
+        return differs
+    for col in columns:
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        differs |= ~null_safe_equal(col.slice(0, num_rows - 1), col.slice(1))
+    return differs
+
+
+def equal_runs(columns: Sequence[Column], num_rows: int) -> list[tuple[int, int]]:
+    """(start, end) of each run of equal keys over `columns` of key-sorted data (no columns: one run)."""
+    if num_rows == 0:
+        return []
+    cuts = np.flatnonzero(_differs_from_next(columns, num_rows)) + 1
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    ends = np.concatenate([cuts, [num_rows]]).astype(np.int64)
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def last_of_each_key(sorted_keys: Sequence[Column], num_rows: int) -> np.ndarray:
+    """Mask of the rows that end a run of equal keys in key-sorted data: of versions sorted oldest first, the
+    newest of each key."""
+    last = np.ones(num_rows, dtype=bool)
+    if num_rows > 1:
+        last[:-1] = _differs_from_next(sorted_keys, num_rows)
+    return last
+
+
+def key_text(rows: pa.Table, keys: Sequence[str], i: int) -> str:
+    """Row `i`'s key as ``k1=v1, k2=v2``, for error messages."""
+    return ", ".join(f"{k}={rows.column(k)[i].as_py()!r}" for k in keys)
+
+
+def check_unique_keys(rows: pa.Table, keys: Sequence[str], message: Callable[[str, int], str], *,
+                      shown: Sequence[str] | None = None, presorted: bool = False) -> None:
+    """DuplicateKeyError unless each value of `keys` occurs once in `rows`.
+
+    The error's text is ``message(first duplicate key as text, rows beyond one per key)``; the key is shown over
+    `shown` (default: `keys`). `presorted`: the rows are already sorted by `keys`."""
+    if rows.num_rows < 2:
+        return
+    if not presorted:
+        rows = rows.take(pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys]))
+    keep = last_of_each_key([rows.column(k) for k in keys], rows.num_rows)
+    if keep.all():
+        return
+    first = int(np.flatnonzero(~keep)[0])
+    raise DuplicateKeyError(message(key_text(rows, list(shown or keys), first), int((~keep).sum())))
+
+
+def _changes(rows: pa.Table, kind: str, change_column: str) -> pa.Table:
+    return rows.append_column(change_column, pa.array([kind] * rows.num_rows, pa.string()))
+
+
+def diff_rows(before: pa.Table, after: pa.Table, keys: Sequence[str], change_column: str = CHANGE_COLUMN) -> pa.Table:
+    """Rows that differ between two key-unique tables: +I (only after), +U (changed, after's values), -D (only
+    before, before's values); `change_column` holds the kind. A row is changed when any non-key column differs
+    (two nulls are equal)."""
+    names = after.column_names
+    before = before.select(names)
+    a = before.select(list(keys)).append_column("__ia", pa.array(np.arange(before.num_rows, dtype=np.int64)))
+    b = after.select(list(keys)).append_column("__ib", pa.array(np.arange(after.num_rows, dtype=np.int64)))
+    j = a.join(b, list(keys), join_type="full outer")
+    has_a, ia_np = _row_indices(j.column("__ia"))
+    has_b, ib_np = _row_indices(j.column("__ib"))
+    parts = []
+    only_b = has_b & ~has_a
+    if only_b.any():
+        parts.append(_changes(after.take(pa.array(ib_np[only_b])), "+I", change_column))
+    both = has_a & has_b
+    if both.any():
+        ra = before.take(pa.array(ia_np[both]))
+        rb = after.take(pa.array(ib_np[both]))
+        same = np.ones(rb.num_rows, dtype=bool)
+        for n in names:
+            if n not in keys:
+                same &= null_safe_equal(ra.column(n), rb.column(n))
+        if not same.all():
+            parts.append(_changes(rb.filter(pa.array(~same)), "+U", change_column))
+    only_a = has_a & ~has_b
+    if only_a.any():
+        parts.append(_changes(before.take(pa.array(ia_np[only_a])), "-D", change_column))
+    if not parts:
+        return after.schema.empty_table().append_column(change_column, pa.array([], pa.string()))
+    return pa.concat_tables(parts)

@@ -1,0 +1,103 @@
+"""One MERGE from start to commit: find an earlier landing of the commit, pick the way to merge, commit once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+from pyspark.sql import SparkSession
+
+from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format.commit import CommitId, Transaction
+from airflow_paimon.format.errors import UnsupportedTableError
+from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert
+
+from ..common import reapply_identifier
+from ..schema_map import spark_schema
+from .driver_upsert import upsert_small_local_source
+from .general import general_merge
+from .plan import merge_clauses, plan_merge
+from .result import MergeResult, Written
+from .source import load_source
+from .spec import MergeSpec
+from .upsert import upsert_on_spark
+
+__all__ = ["merge_into", "run_merge"]
+
+
+def _open_commit(spec: MergeSpec, table: Table) -> tuple[Transaction, int | None, MergeResult | None]:
+    """The transaction of this merge and its commit identifier, or the result saying it already landed (then
+    there is nothing to do).
+
+    With `reapply`, a commit that already landed is merged again under a new identifier derived from the
+    `reapply_token` (default: now), which is looked for too, so that retrying a re-application is still
+    exactly-once."""
+    user, ident = spec.commit_user, spec.commit_identifier
+    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user)
+    existing = tx.already_committed
+    if existing is not None and not spec.reapply:
+        return tx, ident, MergeResult.already_committed(
+            table.identifier, user, ident, existing.id,
+            f"commit {user!r}/{ident} is already in snapshot {existing.id} of {table.identifier}; nothing to do "
+            "(reapply=True merges again)")
+    if tx.commit_id is not None and spec.reapply:
+        token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
+        if existing is not None or spec.reapply_token is not None:
+            ident = reapply_identifier(tx.commit_id.identifier, token)
+            tx = table.transaction(commit_id=CommitId(tx.commit_id.user, ident))
+            again = tx.already_committed
+            if again is not None:
+                return tx, ident, MergeResult.already_committed(
+                    table.identifier, user, ident, again.id,
+                    f"the re-applied commit {user!r}/{ident} is already in snapshot {again.id}; nothing to do")
+    return tx, ident, None
+
+
+def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec | Mapping[str, Any]) -> MergeResult:
+    """Run one MERGE (see the package's description).
+
+    `spark` may be a function returning the session, so that a merge that needs no Spark job never starts one.
+    """
+    started = time.monotonic()
+    if not isinstance(spec, MergeSpec):
+        spec = MergeSpec.from_dict(spec)
+    catalog = Catalog(spec.warehouse, spec.options)
+    table = catalog.get_table(spec.target)
+    if not table.is_primary_key:
+        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
+    user = spec.commit_user
+    tx, ident, done = _open_commit(spec, table)
+    if done is not None:
+        print(done.message, flush=True)
+        return done
+    in_driver = upsert_small_local_source(spec, table, tx, started)
+    if in_driver is not None:
+        written, described = in_driver
+        return MergeResult.finished(table.identifier, user, ident, described, written, tx.base, started)
+    if callable(spark):
+        waited = time.monotonic()
+        spark = spark()
+        started += time.monotonic() - waited   # in-job time, as for a session handed in: without start-up
+    source, info = load_source(spark, spec.source, spec.source_format, spec.source_options, catalog,
+                               empty_schema=spark_schema(table.arrow_schema()))
+    on, clauses = merge_clauses(spec, table, source.columns, info)
+    if info.get("empty"):
+        # A folder without data files (a day without changes): no source row can match or be inserted, so only
+        # NOT MATCHED BY SOURCE clauses can apply -- and the others may name source columns an empty folder
+        # does not have.
+        clauses = [c for c in clauses if c.when == NOT_MATCHED_BY_SOURCE]
+        if not clauses:
+            nothing = Written(None, {"inserted": 0, "updated": 0, "deleted": 0}, "merge")
+            return MergeResult.finished(table.identifier, user, ident, info, nothing, tx.base, started)
+    planned = time.monotonic()
+    if is_plain_upsert(clauses) and set(on) == set(table.primary_keys):
+        written = upsert_on_spark(spark, spec, table, tx, source, info)
+    else:
+        written = general_merge(spark, plan_merge(spark, spec, table, tx, source, info, on, clauses))
+    written.timings = dict(written.timings or {}, plan=round(planned - started, 3))
+    return MergeResult.finished(table.identifier, user, ident, info, written, tx.base, started)
+
+
+def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """`merge_into` with its result as JSON-able data (status, snapshot id, row counts, what was read)."""
+    return merge_into(spark, spec).to_dict()
