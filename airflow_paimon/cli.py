@@ -549,6 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",
                    help="output format (default: table)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    from airflow_paimon.change_commands import register_change_commands
+    register_change_commands(subs, _Parser, _common, _table, render_table)
     return parser
 
 
