@@ -43,14 +43,21 @@ def _write(reader: Any, fmt: str, output: str | None, render: Callable[..., str]
         return count
     if fmt == "csv":
         import pyarrow.csv as pcsv
-        sink: Any = output if output else pa.BufferOutputStream()
-        with pcsv.CSVWriter(sink, reader.schema) as writer:
-            for batch in reader:
-                writer.write_batch(batch)
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout
+        try:
+            for i, batch in enumerate(reader):
+                sink = pa.BufferOutputStream()
+                pcsv.write_csv(pa.Table.from_batches([batch], reader.schema), sink,
+                               pcsv.WriteOptions(include_header=i == 0))
+                out.write(sink.getvalue().to_pybytes().decode("utf-8"))
                 count += batch.num_rows
-                if not output:
-                    sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
-                    sink = pa.BufferOutputStream()
+            if count == 0:  # the header alone
+                header = pa.BufferOutputStream()
+                pcsv.write_csv(reader.schema.empty_table(), header)
+                out.write(header.getvalue().to_pybytes().decode("utf-8"))
+        finally:
+            if output:
+                out.close()
         return count
     data = reader.read_all()
     rows = data.to_pylist()
@@ -153,8 +160,9 @@ def register_change_commands(subs: Any, parser_class: type, add_common: Callable
             "airflow-paimon consumers sales.orders", lambda a: cmd_consumers(a, open_table, render))
     add_common(p)
 
-    consumer = subs.add_parser("consumer", help="reset or delete a consumer",
-                               description="reset or delete a consumer")
+    consumer = subs.add_parser("consumer", help="reset or delete a consumer", description="reset or delete a consumer",
+                               epilog="example:\n  airflow-paimon consumer reset sales.orders billing --to 42",
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = consumer.add_subparsers(dest="consumer_command", metavar="ACTION", parser_class=parser_class)
     actions.required = True
     p = sub(actions, "reset", "move a consumer to a snapshot (its next one to read)",
