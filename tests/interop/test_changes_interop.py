@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
+from airflow_paimon.format.errors import SnapshotExpiredError
 
 from .pypaimon_env import run_pypaimon
 
@@ -81,3 +82,13 @@ def test_input_changelog_and_consumer_position_agree_with_pypaimon(tmp_path):
     theirs = run_pypaimon(STREAM, {"warehouse": wh, "consumer": "reader"})
     assert as_rows([dict(r, kind=r["_row_kind"]) for r in theirs]) == as_rows(ours)
     assert t.consumers.get("reader") >= 3   # pypaimon moved the consumer in the same file
+
+    t.consumers.delete("reader")
+    t.create_tag("first", 1)
+    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    with pytest.raises(SnapshotExpiredError, match="snapshot 2 .*expired.*mode='diff'"):
+        t.changes("first", 3, mode="changelog")
+    diff = t.changes("first", 3, mode="diff").read_all().to_pylist()    # the ends are still there
+    assert as_rows([dict(r, kind=KIND[r["_change_type"]]) for r in diff]) == sorted([
+        ("-U", 1, "a", "a1"), ("+U", 1, "a", "a1-new"), ("+I", 9, "b", "b9"), ("-D", 2, "b", "b2"),
+        ("-U", 3, "a", "a3"), ("+U", 3, "a", "a3-new")])
