@@ -14,11 +14,12 @@ import pyarrow as pa
 from ..consumers import ConsumerManager
 from ..errors import InvalidOptionError, SnapshotExpiredError, UnsupportedTableError
 from ..evolution import file_columns
+from ..manifest import ManifestEntry
 from ..snapshot import Snapshot
 from .bounds import Bound, latest_bound, resolve_bound
 from .diff import diff_batches
 from .options import OPTION_KEYS, check_mode, request_from_options
-from .ranges import ChangeModeError, check_range, range_batches
+from .ranges import ChangeModeError, check_range, range_batches, range_entries
 from .rows import change_batch, change_schema, needed_columns
 
 if TYPE_CHECKING:
@@ -71,14 +72,15 @@ def _consumer_start(table: "Table", consumer_id: str) -> Bound:
 
 
 def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str], schema: pa.Schema,
-            filter: "ds.Expression | None", snaps: list[Snapshot]) -> Iterator[pa.RecordBatch]:
+            filter: "ds.Expression | None", planned: list[tuple[Snapshot, list[ManifestEntry]]]
+            ) -> Iterator[pa.RecordBatch]:
     if mode == "diff":
         assert end.snapshot is not None
         version, millis = end.id, end.snapshot.time_millis
         for rows, kinds in diff_batches(table, start, end, names):
             yield from change_batch(rows, kinds, version, millis, schema, filter).to_batches()
         return
-    for rows, kinds, snap in range_batches(table, snaps, mode, names):
+    for rows, kinds, snap in range_batches(table, planned, names):
         yield from change_batch(rows, kinds, snap.id, snap.time_millis, schema, filter).to_batches()
 
 
@@ -120,7 +122,7 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
     if start_bound.id == end_bound.id:
         return empty
     names = needed_columns(table, wanted, filter, keys=mode == "diff")
-    snaps: list[Snapshot] = []
+    planned: list[tuple[Snapshot, list[ManifestEntry]]] = []
     if mode == "diff":
         if not table.is_primary_key:
             raise ChangeModeError(f"mode 'diff' compares rows by primary key, and {table.identifier} has none; "
@@ -133,7 +135,8 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
         schema_ids = {b.snapshot.schema_id for b in (start_bound, end_bound) if b.snapshot is not None}
     else:
         snaps = check_range(table, start_bound, end_bound, mode)
-        schema_ids = {s.schema_id for s in snaps}
+        planned = range_entries(table, snaps, mode)
+        schema_ids = {e.file.schema_id for _, entries in planned for e in entries}
     _check_schemas(table, schema_ids, names, f"the range ({start_bound.id}, {end_bound.id}]")
     return pa.RecordBatchReader.from_batches(
-        schema, _stream(table, mode, start_bound, end_bound, names, schema, filter, snaps))
+        schema, _stream(table, mode, start_bound, end_bound, names, schema, filter, planned))

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PaimonError, SnapshotExpiredError, SnapshotNotFoundError
-from ..manifest import ADD
+from ..manifest import ADD, ManifestEntry
 from ..snapshot import Snapshot, read_snapshot_file
 from .bounds import Bound
 from .rows import read_with_kinds
@@ -73,10 +73,11 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
     return snaps
 
 
-def range_batches(table: "Table", snaps: list[Snapshot], mode: str, names: list[str]
-                  ) -> Iterator[tuple[pa.Table, np.ndarray, Snapshot]]:
-    """(rows, kinds, snapshot) per file, oldest snapshot first; manifests are read one snapshot at a time."""
+def range_entries(table: "Table", snaps: list[Snapshot], mode: str) -> list[tuple[Snapshot, list[ManifestEntry]]]:
+    """The files each snapshot of the range added (metadata only, read before any row), checked for a change in
+    the number of buckets of a partition."""
     buckets: dict[bytes, int] = {}
+    out = []
     for snap in snaps:
         listed: str | None
         if mode == "delta":
@@ -87,6 +88,7 @@ def range_batches(table: "Table", snaps: list[Snapshot], mode: str, names: list[
             listed = snap.changelog_manifest_list
         if not listed:
             continue
+        added = []
         for meta in table.manifest_io.read_list(listed):
             for e in table.manifest_io.read_entries(meta.file_name):
                 if e.kind != ADD:
@@ -97,5 +99,15 @@ def range_batches(table: "Table", snaps: list[Snapshot], mode: str, names: list[
                         f"the buckets of {table.identifier} were rescaled inside the range (from {seen} to "
                         f"{e.total_buckets} at snapshot {snap.id}), so mode {mode!r} cannot line its rows up; "
                         "use mode='diff', which compares the two ends")
-                data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
-                yield data, kinds, snap
+                added.append(e)
+        out.append((snap, added))
+    return out
+
+
+def range_batches(table: "Table", planned: list[tuple[Snapshot, list[ManifestEntry]]], names: list[str]
+                  ) -> Iterator[tuple[pa.Table, np.ndarray, Snapshot]]:
+    """(rows, kinds, snapshot) per file, oldest snapshot first."""
+    for snap, entries in planned:
+        for e in entries:
+            data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
+            yield data, kinds, snap
