@@ -101,10 +101,13 @@ def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, 
     return both_tables.take(pa.array(take)), kinds
 
 
-def diff_batches(table: "Table", start: Bound, end: Bound, names: list[str]
+def end_entries(table: "Table", start: Bound, end: Bound) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+    """The live files at both ends (metadata only)."""
+    return (table.file_entries(start.snapshot) if start.id else []), table.file_entries(end.snapshot)
+
+
+def diff_batches(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str]
                  ) -> Iterator[tuple[pa.Table, np.ndarray]]:
-    before = table.file_entries(start.snapshot) if start.id else []
-    after = table.file_entries(end.snapshot)
     counts_before, counts_after = _bucket_counts(before), _bucket_counts(after)
     whole = {p for p in set(counts_before) | set(counts_after)
              if len(counts_before.get(p, set()) | counts_after.get(p, set())) > 1}

@@ -17,7 +17,7 @@ from ..evolution import file_columns
 from ..manifest import ManifestEntry
 from ..snapshot import Snapshot
 from .bounds import Bound, latest_bound, resolve_bound
-from .diff import diff_batches
+from .diff import diff_batches, end_entries
 from .options import OPTION_KEYS, check_mode, request_from_options
 from .ranges import ChangeModeError, check_range, range_batches, range_entries
 from .rows import change_batch, change_schema, needed_columns
@@ -72,12 +72,12 @@ def _consumer_start(table: "Table", consumer_id: str) -> Bound:
 
 
 def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str], schema: pa.Schema,
-            filter: "ds.Expression | None", planned: list[tuple[Snapshot, list[ManifestEntry]]]
-            ) -> Iterator[pa.RecordBatch]:
+            filter: "ds.Expression | None", planned: list[tuple[Snapshot, list[ManifestEntry]]],
+            ends: tuple[list[ManifestEntry], list[ManifestEntry]]) -> Iterator[pa.RecordBatch]:
     if mode == "diff":
         assert end.snapshot is not None
         version, millis = end.id, end.snapshot.time_millis
-        for rows, kinds in diff_batches(table, start, end, names):
+        for rows, kinds in diff_batches(table, ends[0], ends[1], names):
             yield from change_batch(rows, kinds, version, millis, schema, filter).to_batches()
         return
     for rows, kinds, snap in range_batches(table, planned, names):
@@ -123,6 +123,7 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
         return empty
     names = needed_columns(table, wanted, filter, keys=mode == "diff")
     planned: list[tuple[Snapshot, list[ManifestEntry]]] = []
+    ends: tuple[list[ManifestEntry], list[ManifestEntry]] = ([], [])
     if mode == "diff":
         if not table.is_primary_key:
             raise ChangeModeError(f"mode 'diff' compares rows by primary key, and {table.identifier} has none; "
@@ -132,11 +133,12 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
                 raise SnapshotExpiredError(f"{b.given}: snapshot {b.id} of {table.identifier} expired and no tag "
                                            "holds it, so mode 'diff' cannot read that end; use a tag or a "
                                            "retained snapshot")
-        schema_ids = {b.snapshot.schema_id for b in (start_bound, end_bound) if b.snapshot is not None}
+        ends = end_entries(table, start_bound, end_bound)
+        schema_ids = {e.file.schema_id for side in ends for e in side}
     else:
         snaps = check_range(table, start_bound, end_bound, mode)
         planned = range_entries(table, snaps, mode)
         schema_ids = {e.file.schema_id for _, entries in planned for e in entries}
     _check_schemas(table, schema_ids, names, f"the range ({start_bound.id}, {end_bound.id}]")
     return pa.RecordBatchReader.from_batches(
-        schema, _stream(table, mode, start_bound, end_bound, names, schema, filter, planned))
+        schema, _stream(table, mode, start_bound, end_bound, names, schema, filter, planned, ends))
