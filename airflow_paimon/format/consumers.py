@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .errors import CorruptFileError, InvalidOptionError, PaimonError
 
@@ -67,10 +67,12 @@ class ConsumerManager:
         return nxt
 
     def positions(self) -> dict[str, int]:
+        """Every consumer's position, including those other engines made with ids this library would refuse to
+        create: expiry must wait for them too."""
         out = {}
         for info in self.table.io.list_dir(self.dir):
             name = info.path.rsplit("/", 1)[-1]
-            if name.startswith(CONSUMER_PREFIX) and _ID.fullmatch(name[len(CONSUMER_PREFIX):]):
+            if name.startswith(CONSUMER_PREFIX) and len(name) > len(CONSUMER_PREFIX):
                 try:
                     out[name[len(CONSUMER_PREFIX):]] = self._read(info.path)
                 except FileNotFoundError:
@@ -124,17 +126,18 @@ class ConsumerManager:
         self.require(consumer_id)
         self.table.io.delete(self.path(consumer_id))
 
-    def lapsed(self, before_ms: int) -> list[str]:
-        """Consumers whose file was last written before `before_ms`: `consumer.expiration-time` lets them go,
-        as Paimon's `ConsumerManager.expire` does (by the file's modification time)."""
-        out = []
+    def lapsed(self, before_ms: int) -> dict[str, str]:
+        """Consumers (id -> file) whose file was last written before `before_ms`: `consumer.expiration-time` lets
+        them go, as Paimon's `ConsumerManager.expire` does (by the file's modification time)."""
+        out = {}
         for info in self.table.io.list_dir(self.dir):
             name = info.path.rsplit("/", 1)[-1]
-            if name.startswith(CONSUMER_PREFIX) and info.mtime_ms < before_ms:
-                out.append(name[len(CONSUMER_PREFIX):])
+            if name.startswith(CONSUMER_PREFIX) and len(name) > len(CONSUMER_PREFIX) and info.mtime_ms < before_ms:
+                out[name[len(CONSUMER_PREFIX):]] = info.path
         return out
 
-    def min_next(self, ignore: tuple[str, ...] | list[str] = ()) -> int | None:
+    def min_next(self, ignore: Iterable[str] = ()) -> int | None:
         """The lowest position of the live consumers: no snapshot from it on may expire."""
-        positions = [n for cid, n in self.positions().items() if cid not in ignore]
+        skip = set(ignore)
+        positions = [n for cid, n in self.positions().items() if cid not in skip]
         return min(positions) if positions else None

@@ -119,3 +119,14 @@ def test_audit_log_and_binlog(catalog):
     assert sorted((r["rowkind"], r["v"]) for r in latest) == [("+I", ["w1"]), ("-D", [None])]
     with pytest.raises(InvalidOptionError, match="no change range"):
         t.system_table("$snapshots", start=1)
+
+
+def test_expiry_waits_for_a_consumer_another_engine_named_outside_our_id_rule(catalog):
+    t = make(catalog)
+    for i in range(4):
+        t.write(rows([i]))
+    os.makedirs(f"{t.path}/consumer")
+    open(f"{t.path}/consumer/consumer-nightly job", "w").write(json.dumps({"nextSnapshot": 2}))
+    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    assert [s.id for s in t.snapshots()] == [2, 3, 4]
+    assert t.consumers.positions() == {"nightly job": 2}

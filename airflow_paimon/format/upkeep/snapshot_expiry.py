@@ -24,14 +24,14 @@ def _consumer_min_next(table: "Table", dry_run: bool) -> int | None:
     written for that long lapse first (deleted, as Paimon's commit does before it expires snapshots; a dry run
     only leaves them out). File ages are measured against the clock, not `now`: modification times are real."""
     consumers = ConsumerManager(table)
-    lapsed: list[str] = []
+    lapsed: dict[str, str] = {}
     ttl = table.options().get("consumer.expiration-time")
     if ttl is not None:
         age = parse_duration(ttl, "consumer.expiration-time")
         lapsed = consumers.lapsed(int(time.time() * 1000) - int(age.total_seconds() * 1000))
         if not dry_run:
-            for cid in lapsed:
-                table.io.delete(consumers.path(cid))
+            for path in lapsed.values():
+                table.io.delete(path)
     return consumers.min_next(lapsed)
 
 
