@@ -1,8 +1,10 @@
 """The `diff` mode: the two ends of the range compared key by key, one (partition, bucket) at a time.
 
-Only groups whose files differ between the ends are read (a file both ends list holds the same rows at both),
-so the cost follows the buckets that changed, not the table; snapshots between the ends are never read, so a
-diff still answers after all of them expired. Where the number of buckets of a partition differs between the ends
+Only groups whose files differ between the ends are read (a file both ends list holds the same rows at both).
+Inside such a group only the keys of the files one end lists alone can have changed; a shared file is read only
+when its key range may hold one of them, and only those keys are compared. So the cost follows what changed, not
+the table; snapshots between the ends are never read, so a diff still answers after all of them expired.
+Where the number of buckets of a partition differs between the ends
 (a rescale), that partition is compared as a whole. A key only at the start is a `delete`, only at the end an
 `insert`, at both with other values an `update_preimage` (the start's row) followed by its `update_postimage`.
 Paimon's own diff gives the new rows only; the pre-images and deletes are this library's extension.
@@ -16,11 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..binary_row import deserialize_row
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..manifest import DataFileMeta, ManifestEntry
 from ..read import read_split
 from ..scan import Split
 from .bounds import Bound
+from .rows import read_with_kinds
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -114,13 +118,56 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
     g_before, g_after = _groups(before, whole), _groups(after, whole)
     keys = table.schema().trimmed_primary_keys + [k for k in table.partition_keys
                                                   if k not in table.schema().trimmed_primary_keys]
+    trimmed = table.schema().trimmed_primary_keys
     for group in sorted(set(g_before) | set(g_after)):
         files_before, files_after = g_before.get(group, []), g_after.get(group, [])
-        if {e.file.file_name for e in files_before} == {e.file.file_name for e in files_after}:
+        names_before = {e.file.file_name for e in files_before}
+        names_after = {e.file.file_name for e in files_after}
+        if names_before == names_after:
             continue
         partition = group[0]
-        old = _state(table, partition, files_before, names)
-        new = _state(table, partition, files_after, names)
+        only = [e for e in files_before if e.file.file_name not in names_after] + \
+            [e for e in files_after if e.file.file_name not in names_before]
+        changed = _changed_keys(table, only, trimmed)
+        if changed.num_rows == 0:
+            continue
+        shared = [e for e in files_before if e.file.file_name in names_after
+                  and _may_hold(table, e.file, trimmed, changed)]
+        start_files = shared + [e for e in files_before if e.file.file_name not in names_after]
+        end_files = shared + [e for e in files_after if e.file.file_name not in names_before]
+        old = _only(_state(table, partition, start_files, names), changed, trimmed)
+        new = _only(_state(table, partition, end_files, names), changed, trimmed)
         rows, kinds = compare(old, new, keys)
         if rows.num_rows:
             yield rows, kinds
+
+
+def _changed_keys(table: "Table", entries: list[ManifestEntry], keys: list[str]) -> pa.Table:
+    """The distinct keys of the files only one end lists: only they can have changed."""
+    parts = [read_with_kinds(table, e.partition, e.bucket, e.file, keys)[0].select(keys) for e in entries]
+    if not parts:
+        return pa.schema([table.arrow_schema().field(k) for k in keys]).empty_table()
+    return pa.concat_tables(parts).group_by(keys).aggregate([])
+
+
+def _may_hold(table: "Table", meta: DataFileMeta, keys: list[str], changed: pa.Table) -> bool:
+    """Whether a file both ends share may hold one of the changed keys, by its first key column's range."""
+    written = table.schema_by_id(meta.schema_id)
+    try:
+        types = [written.arrow_type(k) for k in written.trimmed_primary_keys]
+        lo = deserialize_row(meta.key_stats.min_values, types)[0]
+        hi = deserialize_row(meta.key_stats.max_values, types)[0]
+        bounds: Any = pc.min_max(changed.column(keys[0]))
+        first, last = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is None or hi is None or first is None or last is None:
+            return True
+        return bool(lo <= last and first <= hi)
+    except Exception:  # statistics of an unexpected shape: read the file
+        return True
+
+
+def _only(state: pa.Table, changed: pa.Table, keys: list[str]) -> pa.Table:
+    """The rows of `state` whose key changed (the state was read from part of the shared files only)."""
+    if state.num_rows == 0:
+        return state
+    return state.join(changed, keys, join_type="left semi").select(state.column_names)
