@@ -1,4 +1,5 @@
-"""Paimon's system tables (`t$snapshots`, `t$tags`, `t$files`, `t$manifests`, `t$schemas`, `t$options`) as Arrow.
+"""Paimon's system tables (`t$snapshots`, `t$tags`, `t$files`, `t$manifests`, `t$schemas`, `t$options`; the change
+tables `t$audit_log`, `t$binlog`, `t$consumers` live in change_tables.py) as Arrow.
 
 Column names, order, types and nullability follow Paimon's Java system tables (`org.apache.paimon.table.system`):
 BIGINT -> int64, INT -> int32, STRING -> string, TIMESTAMP(3) -> timestamp[ms] (no time zone). As in Java, times
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .binary_row import EMPTY_ROW, deserialize_row
+from .change_tables import audit_log_table, binlog_table, consumers_table
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta
 from .tag_file import java_duration_string
@@ -325,14 +327,27 @@ def options_table(table: "Table") -> pa.Table:
     return _rows(OPTIONS_SCHEMA, [{"key": k, "value": opts[k]} for k in sorted(opts)])
 
 
+CHANGE_TABLES = ("audit_log", "binlog", "consumers")
+
+
 def system_table(table: "Table", name: str, snapshot_id: int | None = None, tag: str | None = None,
-                 as_of: Any = None) -> pa.Table:
-    """One of Paimon's system tables; `files` and `manifests` describe the latest snapshot, or the one given."""
+                 as_of: Any = None, *, start: Any = None, end: Any = None, mode: str = "auto") -> pa.Table:
+    """One of Paimon's system tables; `files`, `manifests`, `audit_log` and `binlog` describe the latest snapshot,
+    or the one given; `audit_log` and `binlog` also read a change range (start, end] (see change_tables.py)."""
     key = str(name).strip().lstrip("$").lower()
-    if key not in SYSTEM_TABLES:
-        raise InvalidOptionError(
-            f"unknown system table {name!r}; known: {', '.join('$' + n for n in SYSTEM_TABLES)}")
+    if key not in SYSTEM_TABLES and key not in CHANGE_TABLES:
+        raise InvalidOptionError(f"unknown system table {name!r}; known: "
+                                 f"{', '.join('$' + n for n in (*SYSTEM_TABLES, *CHANGE_TABLES))}")
     travel = (snapshot_id, tag, as_of)
+    ranged = start is not None or end is not None
+    if ranged and key not in ("audit_log", "binlog"):
+        raise InvalidOptionError(f"${key} has no change range; start and end apply to $audit_log and $binlog")
+    if key in ("audit_log", "binlog"):
+        if ranged and any(v is not None for v in travel):
+            raise InvalidOptionError(f"${key}: give a change range (start, end) or a snapshot (snapshot_id, tag, "
+                                     "as_of), not both")
+        read = audit_log_table if key == "audit_log" else binlog_table
+        return read(table, snapshot_id, tag, as_of, start=start, end=end, mode=mode)
     if key in ("files", "manifests"):
         fn = files_table if key == "files" else manifests_table
         return fn(table, snapshot_id, tag, as_of)
@@ -340,4 +355,4 @@ def system_table(table: "Table", name: str, snapshot_id: int | None = None, tag:
         raise InvalidOptionError(f"${key} has no time travel; snapshot_id, tag and as_of apply to $files and "
                                  "$manifests")
     return {"snapshots": snapshots_table, "tags": tags_table, "schemas": schemas_table,
-            "options": options_table}[key](table)
+            "options": options_table, "consumers": consumers_table}[key](table)

@@ -7,13 +7,15 @@ import getpass
 import time
 import uuid
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
 from .changelog.full_compaction import full_compaction_due
+from .changes import changes
 from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Latest, Transaction, backoff, find_commit
 from .compact import compact
+from .consumers import ConsumerManager
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
@@ -306,6 +308,26 @@ class Table:
         from .read import read_split
         return read_split(self, split, columns, filter)
 
+    def changes(self, start: Any = None, end: Any = None, *, columns: Sequence[str] | None = None,
+                filter: ds.Expression | None = None, mode: str = "auto", consumer_id: str | None = None,
+                options: Mapping[str, str] | None = None) -> pa.RecordBatchReader:
+        """The rows that changed in (start, end], streamed, with Delta's `_change_type`, `_commit_version` and
+        `_commit_timestamp` columns (see format/changes/).
+
+        `start`/`end` are snapshot ids, tag names or times; Paimon's bounds: start exclusive, end inclusive
+        (default end: the latest snapshot). `mode` is Paimon's `incremental-between-scan-mode`: auto, changelog,
+        delta or diff. With `consumer_id` the range starts at that consumer's position; the consumer is not
+        moved (call `consumers.advance` once the rows are safely used). Without bounds, the table's (or
+        `options`') `incremental-between`, `incremental-between-timestamp` or `incremental-to-auto-tag` give them.
+        """
+        return changes(self, start, end, columns=columns, filter=filter, mode=mode, consumer_id=consumer_id,
+                       options=options)
+
+    @property
+    def consumers(self) -> ConsumerManager:
+        """Named readers' positions (`consumer/consumer-<id>`): create, advance, reset, delete, list."""
+        return ConsumerManager(self)
+
     # ---- writing ---------------------------------------------------------------------------------
     def new_write(self) -> TableWrite:
         return TableWrite(self)
@@ -409,8 +431,8 @@ class Table:
         return remove_orphan_files(self, older_than, dry_run, now, progress)
 
     def system_table(self, name: str, snapshot_id: int | None = None, tag: str | None = None,
-                     as_of: Any = None) -> pa.Table:
-        return system_table(self, name, snapshot_id, tag, as_of)
+                     as_of: Any = None, *, start: Any = None, end: Any = None, mode: str = "auto") -> pa.Table:
+        return system_table(self, name, snapshot_id, tag, as_of, start=start, end=end, mode=mode)
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, path={self.path!r})"

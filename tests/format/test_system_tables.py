@@ -130,6 +130,6 @@ def test_empty_table(tmp_path):
 
 def test_unknown_and_bad_travel(table):
     with pytest.raises(InvalidOptionError, match="unknown system table"):
-        table.system_table("audit_log")
+        table.system_table("audit_logs")
     with pytest.raises(InvalidOptionError, match="no time travel"):
         table.system_table("tags", snapshot_id=1)

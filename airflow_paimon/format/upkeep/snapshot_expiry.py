@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import time
 from typing import TYPE_CHECKING, Any
 
+from ..consumers import ConsumerManager
 from ..errors import UnsupportedTableError
-from ..values import now_millis
+from ..values import duration, now_millis
 from .expire_policy import ExpirePolicy
 from .plan import existing_sizes, remove_roots_and_files
 from .progress import Progress
@@ -17,19 +18,20 @@ if TYPE_CHECKING:
     from ..table import Table
 
 
-def _consumer_min_next(table: "Table") -> int | None:
-    lowest = None
-    for info in table.io.list_dir(f"{table.path}/consumer"):
-        name = info.path.rsplit("/", 1)[-1]
-        if not name.startswith("consumer-"):
-            continue
-        try:
-            nxt = json.loads(table.io.read_text(info.path)).get("nextSnapshot")
-        except (FileNotFoundError, ValueError):
-            continue
-        if isinstance(nxt, int) and (lowest is None or nxt < lowest):
-            lowest = nxt
-    return lowest
+def _consumer_min_next(table: "Table", dry_run: bool) -> int | None:
+    """The lowest position of the live consumers. With `consumer.expiration-time`, consumers whose file was not
+    written for that long lapse first (deleted, as Paimon's commit does before it expires snapshots; a dry run
+    only leaves them out). File ages are measured against the clock, not `now`: modification times are real."""
+    consumers = ConsumerManager(table)
+    lapsed: dict[str, str] = {}
+    ttl = table.options().get("consumer.expiration-time")
+    if ttl is not None:
+        age = duration(ttl, "consumer.expiration-time")
+        lapsed = consumers.lapsed(int(time.time() * 1000) - int(age.total_seconds() * 1000))
+        if not dry_run:
+            for path in lapsed.values():
+                table.io.delete(path)
+    return consumers.min_next(lapsed)
 
 
 def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = None, older_than: Any = None,
@@ -67,7 +69,7 @@ def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = N
     earliest, latest = ids[0], ids[-1]
     keep_from = max(latest - rmax + 1, earliest)
     end = latest - rmin + 1
-    consumer = _consumer_min_next(table)
+    consumer = _consumer_min_next(table, dry_run)
     if consumer is not None:
         end = min(end, consumer)
     end = min(end, earliest + limit)

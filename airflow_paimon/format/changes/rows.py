@@ -1,0 +1,74 @@
+"""Rows of one data or changelog file, in the table's current columns, with their row kinds; and the change
+columns (Delta's `_change_type`, `_commit_version`, `_commit_timestamp`) added on whole arrays."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data_file import INSERT
+from ..manifest import DataFileMeta
+from ..read import fill_partition, read_files
+from ..scan import Split
+from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+    from ..table import Table
+
+CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
+# index = the row kind's byte in `_VALUE_KIND` (0 +I, 1 -U, 2 +U, 3 -D)
+CHANGE_TYPES = pa.array(["insert", "update_preimage", "update_postimage", "delete"])
+CHANGE_FIELDS: list[pa.Field] = [pa.field(CHANGE_TYPE, pa.string(), False), pa.field(COMMIT_VERSION, pa.int64(), False),
+                 pa.field(COMMIT_TIMESTAMP, pa.timestamp("ms", tz="UTC"), False)]
+
+
+def needed_columns(table: "Table", columns: Sequence[str], filter: "ds.Expression | None",
+                   keys: bool = False) -> list[str]:
+    """The table columns to read: the wanted ones, those the filter names, and (for comparisons) the keys."""
+    names = table.arrow_schema().names
+    out = list(columns)
+    extra = [n for n in names if filter is not None and n in str(filter)]
+    if keys:
+        extra += table.schema().trimmed_primary_keys + table.partition_keys
+    out += [n for n in names if n in extra and n not in out]
+    return out
+
+
+def read_with_kinds(table: "Table", partition: bytes, bucket: int, meta: DataFileMeta,
+                    names: list[str]) -> tuple[pa.Table, np.ndarray]:
+    """The rows of one file (`names` columns, read by field id through the file's schema) and their kinds."""
+    split = Split(table.partition_codec.from_bytes(partition), partition, bucket, [meta])
+    logical = table.arrow_schema()
+    if table.is_primary_key:
+        file_schema = pa.schema([f.with_nullable(True) for f in logical] +
+                                [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+        data = read_files(table, split, names + [VALUE_KIND], file_schema)[0]
+        kinds = data.column(VALUE_KIND).to_numpy().astype(np.int8)
+        data = data.drop_columns([VALUE_KIND])
+    else:
+        data = read_files(table, split, names, logical)[0]
+        kinds = np.full(data.num_rows, INSERT, dtype=np.int8)
+    return fill_partition(table, split, data), kinds
+
+
+def change_schema(table: "Table", columns: Sequence[str]) -> pa.Schema:
+    logical = table.arrow_schema()
+    return pa.schema([logical.field(c).with_nullable(True) for c in columns] + CHANGE_FIELDS)
+
+
+def change_batch(data: pa.Table, kinds: np.ndarray, version: int, millis: int, schema: pa.Schema,
+                 filter: "ds.Expression | None") -> pa.Table:
+    """`data` as change rows of one commit, filtered, in `schema`'s columns."""
+    n = data.num_rows
+    table = data.append_column(CHANGE_TYPE, pc.take(CHANGE_TYPES, pa.array(kinds, pa.int8())))
+    table = table.append_column(COMMIT_VERSION, pa.array(np.full(n, version, dtype=np.int64)))
+    table = table.append_column(COMMIT_TIMESTAMP, pa.array(np.full(n, millis, dtype=np.int64)).cast(
+        pa.timestamp("ms", tz="UTC")))
+    if filter is not None and n:
+        table = table.filter(filter)
+    return table.select(schema.names).cast(schema)
