@@ -234,7 +234,7 @@ def cmd_files(args: argparse.Namespace) -> int:
     from airflow_paimon.format.upkeep.results import human_bytes
 
     table = _table(args)
-    data = table.system_table("files", snapshot_id=args.snapshot, tag=args.tag)
+    data = table.inspect.files(snapshot_id=args.snapshot, tag=args.tag)
     rows = data.to_pylist()
     if args.json:
         _print_json(rows)
@@ -288,7 +288,7 @@ def _report(args: argparse.Namespace, result: Any, list_files: bool) -> None:
 
 def cmd_tag_delete(args: argparse.Namespace) -> int:
     table = _table(args)
-    result = table.tags.delete(args.name, dry_run=args.dry_run)
+    result = table.maintenance.delete_tag(args.name, dry_run=args.dry_run)
     _report(args, result, args.dry_run)
     return 0
 
@@ -307,8 +307,9 @@ def cmd_expire_snapshots(args: argparse.Namespace) -> int:
     table = _table(args)
     older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
     with _progress() as progress:
-        result = table.expire_snapshots(retain_min=args.retain_min, retain_max=args.retain_max, older_than=older,
-                                        max_deletes=args.max_deletes, dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.expire_snapshots(
+            retain_min=args.retain_min, retain_max=args.retain_max, older_than=older, max_deletes=args.max_deletes,
+            dry_run=args.dry_run, progress=progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -318,7 +319,7 @@ def cmd_expire_tags(args: argparse.Namespace) -> int:
     from airflow_paimon.format.upkeep.tag_cleanup import tags_to_expire
     reasons = {t.name: why for t, why in tags_to_expire(table)}
     with _progress() as progress:
-        result = table.expire_tags(dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.expire_tags(dry_run=args.dry_run, progress=progress)
     if args.json:
         doc = result.to_dict()
         doc["reasons"] = {n: reasons.get(n) for n in result.tags}
@@ -347,8 +348,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if args.time is not None:
         to_time = dt.datetime.fromtimestamp(parse_time(args.time, "--time") / 1000, dt.timezone.utc)
     with _progress() as progress:
-        result = table.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time, dry_run=args.dry_run,
-                                progress=progress)
+        result = table.maintenance.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time,
+                                            dry_run=args.dry_run, progress=progress)
     _report(args, result, args.dry_run)
     return 0
 
@@ -359,7 +360,7 @@ def cmd_remove_orphans(args: argparse.Namespace) -> int:
     table = _table(args)
     older = parse_time(args.older_than, "--older-than") if args.older_than is not None else None
     with _progress() as progress:
-        result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
     if args.json:
         _print_json(result.to_dict())
         return 0

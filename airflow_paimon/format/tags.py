@@ -33,8 +33,7 @@ from .tag_file import (
 )
 from .time_travel import snapshot_at
 from .timepoints import to_epoch_millis
-from .upkeep.results import CleanupResult
-from .upkeep.tag_cleanup import cleanup_after_tag_replace, delete_tags, expire_tags
+from .upkeep.tag_cleanup import cleanup_after_tag_replace
 
 if TYPE_CHECKING:
     from .table import Table
@@ -58,7 +57,7 @@ class TagManager:
                 f"tag name is {size} bytes long in UTF-8; on a local filesystem at most "
                 f"{MAX_LOCAL_TAG_NAME_BYTES} fit (file names hold 255 bytes, including the 'tag-' prefix and "
                 "the temporary name of the atomic write)")
-        return name
+        return str(name)
 
     # ---- reading ---------------------------------------------------------------------------------------
     def _fits(self, name: str) -> bool:
@@ -213,12 +212,3 @@ class TagManager:
             raise TagAlreadyExistsError(f"tag {new!r} already exists on {self.table.identifier}")
         self.io.delete(self.path(old))
         return self.get(new)
-
-    def delete(self, name: str, dry_run: bool = False) -> CleanupResult:
-        """Delete a tag and the files only it used (files another tag or a retained snapshot uses stay)."""
-        check_path_safe(name)
-        return delete_tags(self.table, [self.get(name)], dry_run=dry_run)
-
-    def expire(self, now: Any = None, dry_run: bool = False) -> CleanupResult:
-        """Delete tags whose retention ran out, and the oldest periodic tags beyond `tag.num-retained-max`."""
-        return expire_tags(self.table, now=now, dry_run=dry_run)

@@ -1,7 +1,7 @@
 """ExpireSnapshotsOperator: expire a Paimon table's old snapshots (and tags) as Paimon does.
 
 Thin: the rules (which snapshots may go, which files no retained snapshot or tag still uses) are the format
-library's (``Table.expire_snapshots`` / ``Table.expire_tags``).
+library's (``table.maintenance.expire_snapshots`` / ``expire_tags``).
 """
 
 from __future__ import annotations
@@ -106,9 +106,9 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         older_than = self._older_than()
         table = self.get_table()
         try:
-            tags = cleanup_summary(table.expire_tags(dry_run=self.dry_run)) if self.expire_tags else None
+            tags = cleanup_summary(table.maintenance.expire_tags(dry_run=self.dry_run)) if self.expire_tags else None
             snapshots = cleanup_summary(
-                table.expire_snapshots(
+                table.maintenance.expire_snapshots(
                     retain_min=retain_min,
                     retain_max=retain_max,
                     older_than=older_than,

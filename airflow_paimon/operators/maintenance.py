@@ -114,7 +114,8 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     safety age, with the format library's rules (``airflow_paimon.format.upkeep.orphans``).
 
     With ``use_spark=True`` (default) the Spark application lists and deletes in parallel (for big tables);
-    with ``use_spark=False`` the worker runs ``table.remove_orphan_files`` itself and no Spark job is submitted.
+    with ``use_spark=False`` the worker runs ``table.maintenance.remove_orphan_files`` itself and no Spark job is
+    submitted.
 
     :param target: ``database.table`` (templated).
     :param older_than: the safety age: a duration (``timedelta`` or ``'3 d'``) before now, or a point in time;
@@ -190,6 +191,6 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
             older = parse_duration(args["older_than_age"], "older_than")
         elif "older_than" in args:
             older = args["older_than"]
-        result = table.remove_orphan_files(older_than=older, dry_run=bool(self.dry_run))
+        result = table.maintenance.remove_orphan_files(older_than=older, dry_run=bool(self.dry_run))
         self.log.info("%s", result.summary())
         return result.to_dict(MAX_LISTED_FILES)

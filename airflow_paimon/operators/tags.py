@@ -386,7 +386,7 @@ class CreateTagOperator(PaimonTableOperator):
         expired: list[str] = []
         if self.expire_tags:
             try:
-                cleanup = table.expire_tags()
+                cleanup = table.maintenance.expire_tags()
             except PaimonError as exc:
                 raise task_failure(exc) from exc
             expired = list(cleanup.tags)
@@ -481,7 +481,7 @@ class DeleteTagOperator(PaimonTableOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         table = self.get_table()
         try:
-            result = table.tags.delete(self.tag_name, dry_run=self.dry_run)
+            result = table.maintenance.delete_tag(self.tag_name, dry_run=self.dry_run)
         except TagNotFoundError as exc:
             if self.ignore_missing:
                 self.log.info("Tag %r of %s does not exist; nothing to delete", self.tag_name, table.identifier)
@@ -557,7 +557,8 @@ class RollbackOperator(PaimonTableOperator):
         dry_run = args.flag(self.dry_run, "dry_run", rendered=True)  # checked once rendered: "true" is True
         table = self.get_table()
         try:
-            result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=dry_run)
+            result = table.maintenance.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time,
+                                                dry_run=dry_run)
         except PaimonError as exc:
             raise task_failure(exc) from exc
         summary = cleanup_summary(result)
