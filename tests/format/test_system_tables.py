@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.format import InvalidOptionError
+from airflow_paimon.format import Catalog, InvalidOptionError
 from airflow_paimon.format.system_tables import system_table
 
 from .upkeep_helpers import make_table, upsert
@@ -101,6 +101,38 @@ def test_files_latest_and_time_travel(table):
     assert r["min_key"].startswith("[") and r["null_value_counts"].startswith("{id=0, p=0, v=0")
     assert r["min_value_stats"].startswith("{id=") and "p=x" in r["min_value_stats"]
     assert table.inspect.files(snapshot_id=2).num_rows >= table.inspect.files(tag="first").num_rows
+
+
+def test_partitions_sum_the_live_files_of_each_partition(table):
+    got = table.inspect.partitions()
+    assert [(f.name, f.type, f.nullable) for f in got.schema] == [
+        ("partition", pa.string(), True), ("record_count", pa.int64(), False),
+        ("file_size_in_bytes", pa.int64(), False), ("file_count", pa.int64(), False),
+        ("last_update_time", TS, True)]
+    for kwargs in ({}, {"tag": "first"}, {"snapshot_id": 2}):
+        files = table.inspect.files(**kwargs).to_pylist()
+        expected = {}
+        for f in files:
+            name = "p=" + f["partition"].strip("{}")
+            n, size, count, newest = expected.get(name, (0, 0, 0, f["creation_time"]))
+            expected[name] = (n + f["record_count"], size + f["file_size_in_bytes"], count + 1,
+                              max(newest, f["creation_time"]))
+        rows = table.inspect.partitions(**kwargs).to_pylist()
+        assert {r["partition"]: (r["record_count"], r["file_size_in_bytes"], r["file_count"], r["last_update_time"])
+                for r in rows} == expected, kwargs
+    assert [r["partition"] for r in table.inspect.partitions(tag="first").to_pylist()] == ["p=x"]
+    assert [r["partition"] for r in table.inspect.partitions().to_pylist()] == ["p=x", "p=y"]
+
+
+def test_partitions_of_nulls_and_of_an_empty_table(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("q", pa.int32())])
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    t = catalog.create_table("db.log", schema, partition_keys=["p", "q"])
+    assert t.inspect.partitions().num_rows == 0
+    t.write(pa.table({"id": [1, 2, 3], "p": [None, "a", "a"], "q": [1, None, 2]}, schema=schema))
+    assert t.inspect.partitions().column("partition").to_pylist() == [
+        "p=__DEFAULT_PARTITION__/q=1", "p=a/q=2", "p=a/q=__DEFAULT_PARTITION__"]
 
 
 def test_manifests(table):
