@@ -30,8 +30,12 @@ airflow: $(STAMP)
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
+# The quick subset: no Spark, Airflow, pypaimon or end-to-end tests, and the upkeep model test
+# (tests/format/test_model.py) with 4 random histories instead of 50; `make test` runs them all.
+# Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not spark and not airflow and not interop and not e2e"
+	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=4 $(BIN)/python -m pytest \
+		-m "not spark and not airflow and not interop and not e2e" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-interop demo

@@ -38,11 +38,11 @@ def churn(tmp_path):
     t = make_table(tmp_path)
     for i in range(4):
         upsert(t, range(i * 3, i * 3 + 6), i)
-    t.maintenance.compact()                              # 5
+    t.maintenance.compact()                 # 5
     t.tags.create("mid")                    # tag on 5
     for i in range(4, 7):
         upsert(t, range(i, i + 4), i)       # 6..8
-    t.maintenance.compact()                              # 9
+    t.maintenance.compact()                 # 9
     upsert(t, [1], 99)                      # 10
     return t
 

@@ -33,7 +33,7 @@ def history(tmp_path):
     upsert(t, range(3, 9), 2)       # 2
     t.tags.create("two")
     upsert(t, range(8, 12), 3)      # 3
-    t.maintenance.compact()                      # 4
+    t.maintenance.compact()         # 4
     t.tags.create("four")
     upsert(t, [0], 5)               # 5
     return t

@@ -108,7 +108,7 @@ def test_replace_cleans_files_only_the_old_tag_used(tmp_path):
     upsert(t, range(10), 1)
     upsert(t, range(5, 12), 1)
     t.tags.create("old")             # snapshot 2: two level-0 files per bucket
-    t.maintenance.compact()                      # snapshot 3: one compacted file per bucket with several
+    t.maintenance.compact()          # snapshot 3: each bucket rewritten as one top-level file
     old_files = live_data_paths(t, t.snapshot(2)) - live_data_paths(t, t.snapshot(3))
     assert old_files
     t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
@@ -236,7 +236,7 @@ def test_delete_removes_files_only_that_tag_used(tmp_path):
     upsert(t, range(5, 15), 2)      # 2
     t.tags.create("first", snapshot_id=1)
     t.tags.create("second")         # on 2
-    t.maintenance.compact()                      # 3: files of 1 and 2 replaced
+    t.maintenance.compact()         # 3: files of 1 and 2 replaced
     upsert(t, [100], 3)             # 4
     t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert t.snapshot_manager.ids() == [4]
