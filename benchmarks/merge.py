@@ -123,8 +123,7 @@ def prepare(n: int, root: Path) -> dict:
     table = cat.create_table("bench.history", SCHEMA, primary_keys=["id"], options={"bucket": str(BUCKETS)})
     for chunk in range(0, n, 2_000_000):
         table.write(history.slice(chunk, 2_000_000))
-    from airflow_paimon.format.compact import compact
-    compact(cat.get_table("bench.history"))   # a historical table: one top-level file per bucket
+    cat.get_table("bench.history").maintenance.compact()   # a historical table: one top-level file per bucket
     paimon_s = time.monotonic() - t0
     delta = None
     try:

@@ -103,7 +103,7 @@ def time_tags(warehouse: str, name: str, repeats: int) -> dict[str, float]:
     table = Catalog(warehouse).get_table(f"db.{name}")
     started = time.perf_counter()
     for tag in table.tags.list():
-        table.tags.delete(tag.name)
+        table.maintenance.delete_tag(tag.name)
     out["delete (each, snapshot retained)"] = (time.perf_counter() - started) * 1000 / max(3 * repeats, 1)
     return out
 
@@ -121,14 +121,14 @@ def time_expiry(warehouse: str, name: str) -> None:
     table.io.read_bytes = counting
     n = len(table.snapshot_manager.ids())
     started = time.perf_counter()
-    plan = table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=n, dry_run=True)
+    plan = table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=n, dry_run=True)
     dry = time.perf_counter() - started
     dry_reads = len(reads)
     reads.clear()
     table = Catalog(warehouse).get_table(f"db.{name}")
     table.io.read_bytes = counting
     started = time.perf_counter()
-    result = table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=n)
+    result = table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=n)
     real_s = time.perf_counter() - started
     print(f"  expire {len(result.snapshots)} snapshots: dry run {dry:.2f} s ({dry_reads} manifest/list reads), "
           f"real {real_s:.2f} s ({len(reads)} reads, distinct {len(set(reads))})")

@@ -15,7 +15,7 @@ import pytest
 
 from airflow_paimon.cli import build_parser, main, parse_time, render_table
 
-from .format.upkeep_helpers import compact, make_table, tree_hashes, upsert
+from .format.upkeep_helpers import make_table, tree_digest, upsert
 
 FUTURE = "2100-01-01"
 
@@ -26,7 +26,7 @@ def wh(tmp_path, monkeypatch):
     upsert(t, range(5), 1)
     upsert(t, range(3, 8), 2)
     upsert(t, [1], 3)
-    compact(t)
+    t.maintenance.compact()
     monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path))
     return tmp_path, t
 
@@ -85,11 +85,11 @@ def test_files(wh, capsys):
 
 def test_expire_snapshots_dry_run_then_real(wh, capsys):
     tmp, t = wh
-    before = tree_hashes(t.path)
+    before = tree_digest(t.path)
     code, out, _ = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", FUTURE,
                        "--max-deletes", "100", "--dry-run")
     assert code == 0 and "would delete 3 snapshot(s) 1..3" in out and "snapshot-1" in out
-    assert tree_hashes(t.path) == before
+    assert tree_digest(t.path) == before
     code, out, _ = run(capsys, "expire-snapshots", "db.t", "--retain-min", "1", "--older-than", FUTURE,
                        "--max-deletes", "100", "--json")
     assert code == 0 and json.loads(out)["snapshots"] == [1, 2, 3]
@@ -139,30 +139,30 @@ def test_rollback_to_a_date_named_tag_never_becomes_a_time(wh, capsys):
     t.tags.create("2026-10-25", snapshot_id=3)
     code, out, _ = run(capsys, "rollback", "db.t", "--tag", "2026-10-25", "--dry-run")
     assert code == 0 and "would delete 1 snapshot(s) 4" in out
-    t.delete_tag("2026-10-25")
-    before = tree_hashes(tmp)
+    t.maintenance.delete_tag("2026-10-25")
+    before = tree_digest(tmp)
     code, out, err = run(capsys, "rollback", "db.t", "--tag", "2026-10-25")
     assert code == 1 and "tag '2026-10-25' does not exist on db.t" in err and err.count("\n") == 1
     code, out, err = run(capsys, "rollback", "db.t", "--to", "2026-10-25")
     assert code == 1 and "--to is gone" in err and "--tag 2026-10-25 or --time 2026-10-25" in err
     code, out, err = run(capsys, "rollback", "db.t", "--time", "2999-01-01")
     assert code == 1 and "in the future" in err
-    assert tree_hashes(tmp) == before
+    assert tree_digest(tmp) == before
 
 
 def test_rollback_and_read_after_expiry_name_the_closest_tag(wh, capsys):
     tmp, t = wh
     t.tags.create("two", snapshot_id=2)
-    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [4]
     when = dt.datetime.fromtimestamp(t.tags.get("two").snapshot.time_millis / 1000, dt.timezone.utc)
     when_text = (when + dt.timedelta(microseconds=500)).isoformat()
-    before = tree_hashes(tmp)
+    before = tree_digest(tmp)
     code, out, err = run(capsys, "rollback", "db.t", "--time", when_text)
     assert code == 1 and "closest tag is 'two'" in err and "retained snapshots 4..4" in err
     code, out, err = run(capsys, "read", "db.t", "--as-of", when_text)
     assert code == 1 and "closest tag is 'two'" in err and "--closest-tag" in err
-    assert tree_hashes(tmp) == before
+    assert tree_digest(tmp) == before
     code, out, err = run(capsys, "read", "db.t", "--as-of", when_text, "--closest-tag", "--format", "json")
     assert code == 0 and "tag 'two' (snapshot 2)" in err and "closest tag" in err
     assert sorted(r["id"] for r in json.loads(out)) == list(range(8))
@@ -229,12 +229,12 @@ def test_read_formats(wh, capsys, tmp_path):
 ])
 def test_errors_are_one_line_and_change_nothing(wh, capsys, argv, needle):
     tmp, t = wh
-    before = tree_hashes(tmp)
+    before = tree_digest(tmp)
     code, out, err = run(capsys, *argv)
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("airflow-paimon: error: ") and needle in err
     assert "Traceback" not in err
-    assert tree_hashes(tmp) == before
+    assert tree_digest(tmp) == before
 
 
 def test_damaged_and_missing_files_are_named_on_one_line(wh, capsys):

@@ -11,8 +11,7 @@ import pytest
 
 from airflow_paimon.cli import main
 
-from .format.conftest import tree_digest
-from .format.upkeep_helpers import delete, make_table, upsert
+from .format.upkeep_helpers import delete, make_table, tree_digest, upsert
 
 
 @pytest.fixture

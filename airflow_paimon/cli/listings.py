@@ -56,7 +56,7 @@ def cmd_files(args: argparse.Namespace) -> int:
     from airflow_paimon.format.upkeep.results import human_bytes
 
     table = open_table(args)
-    data = table.system_table("files", snapshot_id=args.snapshot, tag=args.tag)
+    data = table.inspect.files(snapshot_id=args.snapshot, tag=args.tag)
     rows = data.to_pylist()
     if args.json:
         print_json(rows)

@@ -43,7 +43,7 @@ def cmd_tag_create(args: argparse.Namespace) -> int:
 
 def cmd_tag_delete(args: argparse.Namespace) -> int:
     table = open_table(args)
-    result = table.tags.delete(args.name, dry_run=args.dry_run)
+    result = table.maintenance.delete_tag(args.name, dry_run=args.dry_run)
     print_report(args, result, args.dry_run)
     return 0
 

@@ -27,7 +27,7 @@ def cmd_expire_snapshots(args: argparse.Namespace) -> int:
     policy = ExpirePolicy.from_options(table.options(), retain_min=args.retain_min, retain_max=args.retain_max,
                                        older_than=older, max_deletes=args.max_deletes)
     with progress_line() as progress:
-        result = table.expire_snapshots(policy=policy, dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.expire_snapshots(policy=policy, dry_run=args.dry_run, progress=progress)
     print_report(args, result, args.dry_run)
     return 0
 
@@ -38,7 +38,7 @@ def cmd_expire_tags(args: argparse.Namespace) -> int:
     table = open_table(args)
     reasons = {t.name: why for t, why in tags_to_expire(table)}
     with progress_line() as progress:
-        result = table.expire_tags(dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.expire_tags(dry_run=args.dry_run, progress=progress)
     if args.json:
         doc = result.to_dict()
         doc["reasons"] = {n: reasons.get(n) for n in result.tags}
@@ -67,8 +67,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
     to_time = instant(args.time, "--time") if args.time is not None else None
     with progress_line() as progress:
-        result = table.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time, dry_run=args.dry_run,
-                                progress=progress)
+        result = table.maintenance.rollback(to_tag=args.tag, to_snapshot=args.snapshot, to_time=to_time,
+                                            dry_run=args.dry_run, progress=progress)
     print_report(args, result, args.dry_run)
     return 0
 
@@ -80,7 +80,7 @@ def cmd_remove_orphans(args: argparse.Namespace) -> int:
     table = open_table(args)
     older = age_or_instant(args.older_than, "--older-than") if args.older_than is not None else None
     with progress_line() as progress:
-        result = table.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
+        result = table.maintenance.remove_orphan_files(older_than=older, dry_run=args.dry_run, progress=progress)
     if args.json:
         print_json(result.to_dict())
         return 0

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from .changelog.full_compaction import LEVEL, write_compaction_changelog
-from .commit import CommitId, CommitMessage
+from .commit import CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .table import Table
 
 __all__ = ["max_level", "needs_compaction", "compact_split", "compact_primary_key_bucket", "compact_append_files",
-           "plan_compaction", "compact"]
+           "plan_compaction"]
 
 DEFAULT_SORTED_RUN_TRIGGER = 5
 
@@ -206,15 +206,3 @@ def _same(actual: Any, given: Any, arrow_type: pa.DataType) -> bool:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return str(given) == str(actual)
 
-
-def compact(table: "Table", partitions: Iterable[Mapping[str, Any]] | None = None,
-            commit_user: str | None = None, commit_identifier: int | None = None) -> "Snapshot | None":
-    """Compact the table (or some partitions) in this process: one COMPACT commit, or None if nothing to do."""
-    tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind="COMPACT",
-                           commit_user=commit_user, changelog=table.core_options.changelog_producer)
-    if tx.already_committed is not None:
-        return tx.already_committed
-    messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, tx.base, partitions)) if m]
-    if not messages:
-        return None
-    return tx.commit(messages)

@@ -242,6 +242,6 @@ def apply(
                       replace=if_exists == "replace")
     if not expire_tags:
         return AppliedTag(table.identifier, tag, previous)
-    cleanup = table.expire_tags()
+    cleanup = table.maintenance.expire_tags()
     expired = tuple(cleanup.tags)
     return AppliedTag(table.identifier, tag, previous, expired, cleanup.summary() if expired else None)

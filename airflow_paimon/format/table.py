@@ -14,10 +14,11 @@ import pyarrow as pa
 from .changelog.full_compaction import full_compaction_due
 from .changes import changes
 from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Latest, Transaction, backoff, find_commit
-from .compact import compact
 from .consumers import ConsumerManager
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO
+from .inspection import TableInspection
+from .maintenance import TableMaintenance
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
 from .partition import PartitionCodec
@@ -26,17 +27,9 @@ from .scan import ScanPlanner, Split
 from .schema import SchemaManager, TableSchema
 from .schema_change import SchemaChange, commit_schema_changes
 from .snapshot import Snapshot, SnapshotManager
-from .system_tables import system_table
 from .tag_file import Tag
 from .tags import TagManager
 from .time_travel import TimeTravel, snapshot_at
-from .upkeep.expire_policy import ExpirePolicy
-from .upkeep.orphans import remove_orphan_files
-from .upkeep.progress import Progress
-from .upkeep.results import CleanupResult, OrphanResult
-from .upkeep.rollback import rollback
-from .upkeep.snapshot_expiry import expire_snapshots
-from .upkeep.tag_cleanup import expire_tags
 from .values import epoch_millis
 from .write import TableWrite
 
@@ -380,13 +373,14 @@ class Table:
                 time.sleep(backoff(attempt))
                 continue
             if full_compaction_due(self, self.latest_snapshot()):
-                return compact(self, commit_user=commit_user) or landed
+                return self.maintenance.compact(commit_user=commit_user) or landed
             return landed
 
     def write(self, data: pa.Table | pa.RecordBatch, commit_user: str | None = None,
               commit_identifier: int | None = None, kinds: pa.Array | None = None) -> Snapshot | None:
         """One atomic commit: upsert for primary-key tables, append for append tables."""
-        return self._write_and_commit(lambda base: self.new_write().write(data, kinds, base),
+        rows = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        return self._write_and_commit(lambda base: self.new_write().write(rows, kinds, base),
                                       commit_user, commit_identifier)
 
     def delete(self, keys: pa.Table, commit_user: str | None = None,
@@ -395,44 +389,23 @@ class Table:
         return self._write_and_commit(lambda base: self.new_write().delete_rows(keys, base),
                                       commit_user, commit_identifier)
 
-    # ---- upkeep: tags, expiry, rollback, orphans, system tables (format/upkeep/, format/tags.py) -------
+    # ---- tags, metadata and upkeep ---------------------------------------------------------------
     def create_tag(self, name: str, snapshot_id: int | None = None, as_of: Any = None,
                    time_retained: Any = None, replace: bool = False) -> Tag:
         return self.tags.create(name, snapshot_id, as_of, time_retained, replace)
 
-    def delete_tag(self, name: str, dry_run: bool = False) -> CleanupResult:
-        return self.tags.delete(name, dry_run)
-
     def rename_tag(self, old: str, new: str) -> Tag:
         return self.tags.rename(old, new)
 
-    def expire_snapshots(self, retain_min: int | None = None, retain_max: int | None = None,
-                         older_than: Any = None, max_deletes: int | None = None, dry_run: bool = False,
-                         *, now: Any = None, progress: Progress | None = None,
-                         policy: ExpirePolicy | None = None) -> CleanupResult:
-        return expire_snapshots(self, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress,
-                                policy)
+    @property
+    def inspect(self) -> TableInspection:
+        """The table's metadata as Arrow tables (Paimon's system tables): `table.inspect.snapshots()`, ..."""
+        return TableInspection(self)
 
-    def expire_tags(self, now: Any = None, dry_run: bool = False, *,
-                    progress: Progress | None = None) -> CleanupResult:
-        return expire_tags(self, now, dry_run, progress)
-
-    def rollback(self, *, to_tag: Any = None, to_snapshot: Any = None, to_time: Any = None, dry_run: bool = False,
-                 progress: Progress | None = None, now: Any = None) -> CleanupResult:
-        """Roll back to exactly one of a tag (by name), a snapshot id or a point in time (see upkeep/rollback.py).
-
-        The target is named explicitly because a periodic tag's name (`2026-11-20`) also reads as a date: a tag
-        that is gone must be an error, not a rollback to a time.
-        """
-        return rollback(self, to_tag, to_snapshot, to_time, dry_run, progress, now)
-
-    def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False, *, now: Any = None,
-                            progress: Progress | None = None) -> OrphanResult:
-        return remove_orphan_files(self, older_than, dry_run, now, progress)
-
-    def system_table(self, name: str, snapshot_id: int | None = None, tag: str | None = None,
-                     as_of: Any = None, *, start: Any = None, end: Any = None, mode: str = "auto") -> pa.Table:
-        return system_table(self, name, snapshot_id, tag, as_of, start=start, end=end, mode=mode)
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Expiry, tag deletion, rollback, orphan cleanup and compaction: `table.maintenance.expire_snapshots()`."""
+        return TableMaintenance(self)
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, path={self.path!r})"

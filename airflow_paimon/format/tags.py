@@ -23,8 +23,7 @@ from .errors import (
 from .snapshot import Snapshot
 from .tag_file import MAX_LOCAL_TAG_NAME_BYTES, TAG_PREFIX, Tag, local_now, replace_extra, same_snapshot
 from .time_travel import snapshot_at
-from .upkeep.results import CleanupResult
-from .upkeep.tag_cleanup import cleanup_after_tag_replace, delete_tags, expire_tags
+from .upkeep.tag_cleanup import cleanup_after_tag_replace
 from .values import count, duration, epoch_millis, existing_tag_name, tag_name
 
 if TYPE_CHECKING:
@@ -203,12 +202,3 @@ class TagManager:
             raise TagAlreadyExistsError(f"tag {new!r} already exists on {self.table.identifier}")
         self.io.delete(self.path(old))
         return self.get(new)
-
-    def delete(self, name: str, dry_run: bool = False) -> CleanupResult:
-        """Delete a tag and the files only it used (files another tag or a retained snapshot uses stay)."""
-        existing_tag_name(name)
-        return delete_tags(self.table, [self.get(name)], dry_run=dry_run)
-
-    def expire(self, now: Any = None, dry_run: bool = False) -> CleanupResult:
-        """Delete tags whose retention ran out, and the oldest periodic tags beyond `tag.num-retained-max`."""
-        return expire_tags(self.table, now=now, dry_run=dry_run)

@@ -1,7 +1,7 @@
 """ExpireSnapshotsOperator: expire a Paimon table's old snapshots (and tags) as Paimon does.
 
 Thin: the rules (which snapshots may go, which files no retained snapshot or tag still uses) are the format
-library's (``Table.expire_snapshots`` / ``Table.expire_tags``).
+library's (``table.maintenance.expire_snapshots`` / ``expire_tags``).
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ class ExpireSnapshotsOperator(PaimonTableOperator):
         table = self.get_table()
         try:
             policy = ExpirePolicy.from_options(table.options(), **self._overrides())
-            tags = cleanup_summary(table.expire_tags(dry_run=dry_run)) if self.expire_tags else None
-            snapshots = cleanup_summary(table.expire_snapshots(policy=policy, dry_run=dry_run))
+            tags = cleanup_summary(table.maintenance.expire_tags(dry_run=dry_run)) if self.expire_tags else None
+            snapshots = cleanup_summary(table.maintenance.expire_snapshots(policy=policy, dry_run=dry_run))
         except PaimonError as exc:
             raise task_failure(exc) from exc
 

@@ -121,7 +121,8 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
     safety age, with the format library's rules (``airflow_paimon.format.upkeep.orphans``).
 
     With ``use_spark=True`` (default) the Spark application lists and deletes in parallel (for big tables);
-    with ``use_spark=False`` the worker runs ``table.remove_orphan_files`` itself and no Spark job is submitted.
+    with ``use_spark=False`` the worker runs ``table.maintenance.remove_orphan_files`` itself and no Spark job is
+    submitted.
 
     :param table: ``database.table`` (templated). ``target`` is its deprecated name.
     :param older_than: the safety age: a duration (``timedelta`` or ``'3 d'``) before now, or a point in time;
@@ -188,7 +189,8 @@ class RemoveOrphanFilesOperator(PaimonSparkSubmitOperator):
         from airflow_paimon.format.upkeep.orphans import MAX_LISTED_FILES
 
         table = self.paimon_hook().get_table(str(self.table))  # checked once rendered
-        result = table.remove_orphan_files(older_than=_older_than(self.older_than), dry_run=bool(self.is_dry_run))
+        result = table.maintenance.remove_orphan_files(older_than=_older_than(self.older_than),
+                                                       dry_run=bool(self.is_dry_run))
         self.log.info("%s", result.summary())
         return result.to_dict(MAX_LISTED_FILES)
 

@@ -387,7 +387,7 @@ class DeleteTagOperator(PaimonTableOperator):
         table = self.get_table()
         dry_run = args.flag(self.is_dry_run, "dry_run")
         try:
-            result = table.tags.delete(self.tag_name, dry_run=dry_run)
+            result = table.maintenance.delete_tag(self.tag_name, dry_run=dry_run)
         except TagNotFoundError as exc:
             if self.ignore_missing:
                 self.log.info("Tag %r of %s does not exist; nothing to delete", self.tag_name, table.identifier)
@@ -463,7 +463,8 @@ class RollbackOperator(PaimonTableOperator):
         dry_run = args.flag(self.is_dry_run, "dry_run", rendered=True)  # checked once rendered: "true" is True
         table = self.get_table()
         try:
-            result = table.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time, dry_run=dry_run)
+            result = table.maintenance.rollback(to_tag=to_tag, to_snapshot=to_snapshot, to_time=to_time,
+                                                dry_run=dry_run)
         except PaimonError as exc:
             raise task_failure(exc) from exc
         summary = cleanup_summary(result)

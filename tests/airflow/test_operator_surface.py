@@ -139,7 +139,7 @@ def test_orphan_cleanup_returns_one_xcom_shape_on_spark_and_in_the_worker(tmp_pa
                                        **(spark_args if use_spark else {}))
         return op.execute(context)
 
-    library = cat.get_table("db.spark").remove_orphan_files(dry_run=True).to_dict(MAX_LISTED_FILES)
+    library = cat.get_table("db.spark").maintenance.remove_orphan_files(dry_run=True).to_dict(MAX_LISTED_FILES)
     on_spark, in_worker = run("db.spark", True, True), run("db.worker", False, True)
     assert set(on_spark) == set(in_worker) == set(library)
     varying = {"seconds", "listing_units", "target", "files", "older_than"}

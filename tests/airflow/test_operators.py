@@ -162,7 +162,7 @@ def test_if_exists_is_checked():
 
 def test_expired_snapshot_is_a_clear_error_and_no_tag(table, now):
     # Keep only s4 and s5: the snapshot the 2026-11-11 tag needs (s3) is gone, and so is any proof of it.
-    table.expire_snapshots(retain_min=2, older_than=utc(2026, 11, 20))
+    table.maintenance.expire_snapshots(retain_min=2, older_than=utc(2026, 11, 20))
     assert [s.id for s in table.snapshots()] == [table.snapshot_ids["s4"], table.snapshot_ids["s5"]]
     with pytest.raises(AirflowFailException, match="SnapshotExpiredError: the snapshots of db.orders from .* have "
                                                    "expired"):

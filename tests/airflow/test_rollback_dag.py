@@ -59,7 +59,7 @@ def test_rollback_dag_to_a_tag_then_the_gone_tag_is_an_error_not_a_date(airflow_
 
 def test_rollback_dag_refuses_a_time_whose_snapshot_expired(airflow_db, table):
     table.tags.create("two", snapshot_id=2)
-    table.expire_snapshots(retain_min=2, older_than="2100-01-01", max_deletes=100)
+    table.maintenance.expire_snapshots(retain_min=2, older_than="2100-01-01", max_deletes=100)
     assert table.snapshot_manager.ids() == [5, 6]
     assert run_rollback({"table": "demo.orders", "time": "2026-10-23 13:00:00+00:00"}) == ("failed", "failed")
     assert table.snapshot_manager.ids() == [5, 6] and table.tags.exists("two")

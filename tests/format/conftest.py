@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import hashlib
-import os
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
 
@@ -28,13 +24,3 @@ def orders(ids, dt="2026-11-20", version=0) -> pa.Table:
         "name": [f"n{i}-v{version}" for i in ids],
         "amount": [float(i * 10 + version) for i in ids],
     }, schema=ORDERS)
-
-
-def tree_digest(path: str | Path) -> dict[str, str]:
-    """Every file under `path` with the hash of its bytes: proof that an operation changed nothing."""
-    out = {}
-    for root, _, files in os.walk(path):
-        for f in files:
-            p = os.path.join(root, f)
-            out[os.path.relpath(p, path)] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
-    return out

@@ -277,7 +277,7 @@ def test_a_second_auto_tag_on_one_snapshot_is_refused(table):
 def test_expired_history_is_an_error_not_a_guess(table):
     rule = AutoTagRule.from_options(table.options())
     table.tags.create("2026-11-01", snapshot_id=4)
-    table.expire_snapshots(retain_min=2, retain_max=2)
+    table.maintenance.expire_snapshots(retain_min=2, retain_max=2)
     assert table.snapshot_manager.earliest_id() == 8
     # The replay would resume after 11-01's snapshot 4, but 5..7 are gone.
     with pytest.raises(PaimonError, match="snapshots before 8 have expired"):
@@ -289,7 +289,7 @@ def test_expire_tags_applies_paimons_retained_max(tmp_path):
     # Named so that the oldest snapshot does not hold the oldest period: Paimon goes by snapshot.
     for name, snapshot_id in (("2026-11-04", 1), ("2026-10-31", 4), ("2026-11-05", 6), ("not-auto", 2)):
         table.tags.create(name, snapshot_id=snapshot_id)
-    expired = table.expire_tags()
+    expired = table.maintenance.expire_tags()
     assert expired.tags == ["2026-11-04"]
     assert sorted(t.name for t in table.tags.list()) == ["2026-10-31", "2026-11-05", "not-auto"]
 

@@ -15,7 +15,8 @@ from airflow_paimon.format import (
     UnsupportedTableError,
 )
 
-from .conftest import ORDERS, orders, tree_digest
+from .conftest import ORDERS, orders
+from .upkeep_helpers import tree_digest
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import CommitMessage
-from airflow_paimon.format.compact import compact
 from airflow_paimon.format.errors import InvalidOptionError, UnsupportedTableError
 
 from .changelog_helpers import all_changelog, changelog_rows, changelog_sequence_numbers, replay
-from .conftest import tree_digest
+from .upkeep_helpers import tree_digest
 
 ABC = pa.schema([("a", pa.int32()), ("b", pa.int32()), ("c", pa.string())])
 KV = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.int64())])
@@ -90,9 +89,9 @@ def test_seed_example_full_compaction_after_every_commit(catalog):
 def test_seed_example_full_compaction_describes_only_what_it_compacts(catalog):
     t = seed_example(catalog, "full-compaction")
     assert all(s.changelog_manifest_list is None for s in t.snapshots())
-    snap = compact(t)
+    snap = t.maintenance.compact()
     assert snap.commit_kind == "COMPACT" and changelog_rows(t, snap) == [("+I", 1, 1, "3")]
-    assert compact(t) is None
+    assert t.maintenance.compact() is None
 
 
 # ---- input -----------------------------------------------------------------------------------------------
@@ -198,18 +197,18 @@ def test_lookup_never_leaves_described_rows_at_level_zero_and_compaction_does_no
     state = replay(t, ["k", "p"])
     assert sorted(state.values(), key=lambda r: (r["k"], r["p"])) == \
         sorted(t.read().to_pylist(), key=lambda r: (r["k"], r["p"]))
-    snap = compact(t)
+    snap = t.maintenance.compact()
     assert snap is not None and snap.changelog_manifest_list is None and snap.changelog_record_count == 0
 
 
 def test_lookup_compaction_describes_level_zero_rows_left_by_other_writers(catalog):
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1"})
     t.write(kv([(1, "a", 1, 0), (2, "a", 2, 0)]))
-    compact(t)
+    t.maintenance.compact()
     t.write(kv([(1, "a", 10, 0), (3, "a", 3, 0)]))
     t.write(kv([(2, "a", 0, 0)]), kinds=kinds(D))
     t = set_options(catalog, "db.t", {"changelog-producer": "lookup"})
-    snap = compact(t)
+    snap = t.maintenance.compact()
     assert sorted(changelog_rows(t, snap)) == sorted([("-U", 1, "a", 1, 0), ("+U", 1, "a", 10, 0),
                                                       ("+I", 3, "a", 3, 0), ("-D", 2, "a", 2, 0)])
 
@@ -287,9 +286,9 @@ def test_full_compaction_row_deduplicate_and_deletes(catalog):
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={
         "changelog-producer": "full-compaction", "changelog-producer.row-deduplicate": "true"})
     t.write(kv([(1, "a", 1, 0), (2, "a", 2, 0)]))
-    compact(t)
+    t.maintenance.compact()
     t.write(kv([(1, "a", 1, 0), (2, "a", None, None), (7, "a", None, None)]), kinds=kinds(UA, D, D))
-    assert changelog_rows(t, compact(t)) == [("-D", 2, "a", 2, 0)]
+    assert changelog_rows(t, t.maintenance.compact()) == [("-D", 2, "a", 2, 0)]
 
 
 # ---- refusals ------------------------------------------------------------------------------------------
@@ -308,7 +307,7 @@ def test_lookup_with_delta_commits_is_refused(catalog):
 def test_lookup_write_describes_level_zero_rows_it_finds(catalog):
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "1"})
     t.write(kv([(1, "a", 1, 0), (2, "a", 2, 0)]))
-    compact(t)
+    t.maintenance.compact()
     t.write(kv([(1, "a", 10, 0)]))                          # a level-0 file nobody described
     t = set_options(catalog, "db.t", {"changelog-producer": "lookup"})
     snap = t.write(kv([(2, "a", 20, 0)]))

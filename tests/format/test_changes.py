@@ -14,13 +14,12 @@ import pytest
 from airflow_paimon.format import Catalog
 from airflow_paimon.format.binary_row import deserialize_row
 from airflow_paimon.format.changes import ChangeModeError
-from airflow_paimon.format.compact import compact
 from airflow_paimon.format.errors import (
     InvalidOptionError,
     SnapshotExpiredError,
 )
 
-from .conftest import tree_digest
+from .upkeep_helpers import tree_digest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string()), ("seq", pa.int64())])
 
@@ -63,7 +62,7 @@ def test_delta_skips_compactions_and_projects_and_filters(catalog):
     t = make(catalog)
     t.write(rows([1, 2, 3, 4]))
     t.write(rows([2], tag="w"))
-    assert compact(t) is not None
+    assert t.maintenance.compact() is not None
     t.write(rows([3], tag="x"))
     assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "APPEND", "COMPACT", "APPEND"]
     got = t.changes(1, columns=["v"], filter=ds.field("id") >= 3, mode="delta").read_all()
@@ -114,7 +113,7 @@ def test_diff_between_tags_after_the_snapshots_between_expired(catalog):
     t.delete(pa.table({"id": [2], "dt": ["a"]}))
     t.create_tag("tuesday")
     t.write(rows([9]))
-    t.expire_snapshots(retain_min=1, retain_max=1, older_than=None, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, older_than=None, now="2100-01-01")
     assert [s.id for s in t.snapshots()] == [5]
     got = feed(t, "monday", "tuesday")   # auto between two tags: diff, as Paimon
     assert sorted(g[1:] for g in got) == sorted([("update_preimage", 1, "a", "v1"), ("update_postimage", 1, "a", "w1"),
@@ -187,7 +186,7 @@ def test_expired_start_of_a_delta_range_names_diff(catalog):
     t = make(catalog)
     for i in range(4):
         t.write(rows([i]))
-    t.expire_snapshots(retain_min=2, retain_max=2, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=2, retain_max=2, now="2100-01-01")
     with pytest.raises(SnapshotExpiredError, match="snapshot 2 .*expired"):
         t.changes(1, 4, mode="delta")
     assert [g[2] for g in feed(t, 2, 4, mode="delta")] == [2, 3]
@@ -353,7 +352,7 @@ def test_diff_skips_shared_files_whose_keys_did_not_change(catalog):
     """Inside a changed bucket, a file both ends share whose key range holds no changed key is not read."""
     t = make(catalog, bucket="1", **{"target-file-size": "4 kb"})
     t.write(rows(range(2000)))
-    assert compact(t) is not None
+    assert t.maintenance.compact() is not None
     t.create_tag("compacted")
     files = t.file_entries(t.latest_snapshot())
     assert len(files) >= 2

@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.compact import compact
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
 KEYS = st.tuples(st.integers(0, 5), st.sampled_from(["x", "y"]))
@@ -51,7 +50,7 @@ def test_diff_and_delta_follow_the_model(steps, data):
                 keys = sorted(arg)
                 snap = t.delete(pa.table({"k": [k for k, _ in keys], "p": [p for _, p in keys]}))
             else:
-                snap = compact(t)
+                snap = t.maintenance.compact()
             apply(model, step)
             if snap is not None:
                 models[snap.id] = dict(model)

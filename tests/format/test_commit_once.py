@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import CommitId, Snapshot, Table
-from airflow_paimon.format.compact import compact
 
 from .upkeep_helpers import FUTURE, make_table, upsert
 
@@ -18,7 +17,7 @@ def hold_in_tag_only(table: Table, snap: Snapshot) -> None:
     """Tag `snap`, commit after it and expire every snapshot but the latest: only the tag still holds it."""
     table.create_tag("held", snapshot_id=snap.id)
     upsert(table, [90, 91], 0)
-    table.expire_snapshots(retain_min=1, retain_max=1, older_than=FUTURE)
+    table.maintenance.expire_snapshots(retain_min=1, retain_max=1, older_than=FUTURE)
     assert snap.id not in [s.id for s in table.snapshots()]
 
 
@@ -56,13 +55,13 @@ def test_a_compaction_held_only_by_a_tag_is_not_done_again(tmp_path):
     t = make_table(tmp_path, buckets=1)
     for v in range(3):
         upsert(t, [1, 2, 3], v)
-    first = compact(t, commit_user="compactor", commit_identifier=3)
+    first = t.maintenance.compact(commit_user="compactor", commit_identifier=3)
     assert first is not None and first.commit_kind == "COMPACT"
     hold_in_tag_only(t, first)
     for v in range(3):
         upsert(t, [4, 5], v)   # work a new compaction would do
     latest, files = t.latest_snapshot().id, data_files(t)
-    again = compact(t, commit_user="compactor", commit_identifier=3)
+    again = t.maintenance.compact(commit_user="compactor", commit_identifier=3)
     assert again.id == first.id and t.latest_snapshot().id == latest
     assert data_files(t) == files   # found before compacting: no file written for nothing
 

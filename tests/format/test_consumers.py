@@ -11,9 +11,10 @@ import pytest
 
 from airflow_paimon.format.consumers import ConsumerNotFoundError
 from airflow_paimon.format.errors import InvalidOptionError, SnapshotExpiredError
+from airflow_paimon.format.system_tables import system_table
 
-from .conftest import tree_digest
 from .test_changes import make, rows
+from .upkeep_helpers import tree_digest
 
 
 def test_lifecycle_and_the_file_paimon_reads(catalog):
@@ -37,7 +38,7 @@ def test_lifecycle_and_the_file_paimon_reads(catalog):
     assert not os.path.exists(f"{t.path}/consumer/consumer-audit")
     with pytest.raises(ConsumerNotFoundError, match="'billing'"):
         t.consumers.delete("audit")
-    assert t.system_table("$consumers").to_pylist() == [{"consumer_id": "billing", "next_snapshot_id": 3}]
+    assert t.inspect.consumers().to_pylist() == [{"consumer_id": "billing", "next_snapshot_id": 3}]
 
 
 @pytest.mark.parametrize("bad", ["", "..", "a/b", "a\\b", "x" * 201, "tab\there", 7])
@@ -72,13 +73,13 @@ def test_expiry_keeps_what_a_consumer_needs_and_an_expired_position_is_an_error(
     t.consumers.create("slow", 2)
     for i in range(2, 6):
         t.write(rows([i]))
-    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
     assert [s.id for s in t.snapshots()][0] == 2
     assert t.changes(consumer_id="slow", mode="delta").read_all().column("id").to_pylist() == [2, 3, 4, 5]
     t.consumers.delete("slow")
     t.consumers.create("late", 3)
     t.consumers.delete("late")
-    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
     # a consumer file another engine left behind, pointing at an expired snapshot
     (open(f"{t.path}/consumer/consumer-stale", "w")).write(json.dumps({"nextSnapshot": 2}))
     with pytest.raises(SnapshotExpiredError, match="consumer 'stale'.*reset it"):
@@ -94,11 +95,11 @@ def test_consumer_expiration_time_lets_idle_consumers_lapse(catalog):
         t.write(rows([i]))
     old = time.time() - 2 * 3600
     os.utime(f"{t.path}/consumer/consumer-idle", (old, old))
-    dry = t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01", dry_run=True)
+    dry = t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01", dry_run=True)
     assert dry.snapshots == []
     assert set(t.consumers.positions()) == {"idle", "busy"}     # a dry run deletes nothing
     t.consumers.delete("busy")
-    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
     assert t.consumers.positions() == {}
     assert [s.id for s in t.snapshots()] == [4]
 
@@ -108,17 +109,17 @@ def test_audit_log_and_binlog(catalog):
     t.write(rows([1, 2]))
     t.write(rows([1], tag="w"))
     t.delete(pa.table({"id": [2], "dt": ["a"]}))
-    audit = t.system_table("$audit_log")
+    audit = t.inspect.audit_log()
     assert audit.column_names[0] == "rowkind"
     assert sorted((r["rowkind"], r["id"]) for r in audit.to_pylist()) == [("+I", 1), ("-D", 2)]
-    ranged = t.system_table("audit_log", start=1, end=3, mode="diff").to_pylist()
+    ranged = t.inspect.audit_log(start=1, end=3, mode="diff").to_pylist()
     assert [(r["rowkind"], r["id"], r["v"]) for r in ranged] == [("-D", 2, "v2"), ("-U", 1, "v1"), ("+U", 1, "w1")]
-    binlog = t.system_table("$binlog", start=1, end=3, mode="diff").to_pylist()
+    binlog = t.inspect.binlog(start=1, end=3, mode="diff").to_pylist()
     assert [(r["rowkind"], r["id"], r["v"]) for r in binlog] == [("-D", [2], ["v2"]), ("+U", [1, 1], ["v1", "w1"])]
-    latest = t.system_table("$binlog").to_pylist()
+    latest = t.inspect.binlog().to_pylist()
     assert sorted((r["rowkind"], r["v"]) for r in latest) == [("+I", ["w1"]), ("-D", [None])]
     with pytest.raises(InvalidOptionError, match="no change range"):
-        t.system_table("$snapshots", start=1)
+        system_table(t, "$snapshots", start=1)
 
 
 def test_expiry_waits_for_a_consumer_another_engine_named_outside_our_id_rule(catalog):
@@ -127,6 +128,6 @@ def test_expiry_waits_for_a_consumer_another_engine_named_outside_our_id_rule(ca
         t.write(rows([i]))
     os.makedirs(f"{t.path}/consumer")
     open(f"{t.path}/consumer/consumer-nightly job", "w").write(json.dumps({"nextSnapshot": 2}))
-    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
     assert [s.id for s in t.snapshots()] == [2, 3, 4]
     assert t.consumers.positions() == {"nightly job": 2}

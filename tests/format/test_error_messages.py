@@ -11,7 +11,7 @@ import pytest
 from airflow_paimon.format import PaimonError, TagNotFoundError
 from airflow_paimon.format.errors import CorruptFileError
 
-from .upkeep_helpers import FUTURE, make_table, tree_hashes, upsert
+from .upkeep_helpers import FUTURE, make_table, tree_digest, upsert
 
 
 @pytest.fixture
@@ -33,26 +33,26 @@ def _fresh(t):
 def test_a_damaged_snapshot_file_is_named(table, content):
     path = f"{table.path}/snapshot/snapshot-2"
     Path(path).write_bytes(content)
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     t = _fresh(table)
-    for action in (t.read, lambda: t.expire_snapshots(retain_min=1, older_than=FUTURE),
-                   lambda: t.rollback(to_snapshot=1)):
+    for action in (t.read, lambda: t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE),
+                   lambda: t.maintenance.rollback(to_snapshot=1)):
         with pytest.raises(CorruptFileError) as e:
             action()
         message = str(e.value)
         assert message.startswith(f"snapshot file {path} is not valid Paimon JSON (") and "restore it" in message
         assert "\n" not in message
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 def test_a_damaged_tag_file_is_named(table):
     path = f"{table.path}/tag/tag-one"
     Path(path).write_text('{"id": 1, "tagCreateTime": "yesterday"')
-    before = tree_hashes(table.path)
-    for action in (lambda: table.read(tag="one"), table.tags.list, lambda: table.delete_tag("one")):
+    before = tree_digest(table.path)
+    for action in (lambda: table.read(tag="one"), table.tags.list, lambda: table.maintenance.delete_tag("one")):
         with pytest.raises(CorruptFileError, match=f"tag file {path} is not valid Paimon JSON .*delete that file"):
             action()
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 def test_a_truncated_manifest_is_named(table):
@@ -61,14 +61,14 @@ def test_a_truncated_manifest_is_named(table):
     path = f"{table.path}/manifest/{name}"
     data = Path(path).read_bytes()
     Path(path).write_bytes(data[: len(data) // 3])
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     t = _fresh(table)
-    for action in (t.read, lambda: t.rollback(to_tag="one", dry_run=True)):
+    for action in (t.read, lambda: t.maintenance.rollback(to_tag="one", dry_run=True)):
         with pytest.raises(CorruptFileError) as e:
             action()
         assert str(e.value).startswith(f"manifest file {path} is truncated or not a Paimon Avro file (")
         assert "avro file?" not in str(e.value).split("(", 1)[0]
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
     Path(path).write_bytes(b"")
     with pytest.raises(CorruptFileError, match=r"\(empty\)"):
         _fresh(table).read()
@@ -87,8 +87,8 @@ def test_a_missing_data_file_is_named_with_its_snapshot(table):
 def test_an_overlong_tag_name_is_not_found_not_an_os_error(table):
     name = "x" * 300
     assert not table.tags.exists(name)
-    for action in (lambda: table.tags.get(name), lambda: table.read(tag=name), lambda: table.delete_tag(name),
-                   lambda: table.rollback(to_tag=name)):
+    for action in (lambda: table.tags.get(name), lambda: table.read(tag=name),
+                   lambda: table.maintenance.delete_tag(name), lambda: table.maintenance.rollback(to_tag=name)):
         with pytest.raises(TagNotFoundError) as e:
             action()
         assert "does not exist on db.t; existing tags: 'one'" in str(e.value)

@@ -47,12 +47,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from airflow_paimon.format import Catalog, PaimonError, TagNotFoundError
-from airflow_paimon.format.compact import compact as library_compact
 from airflow_paimon.format.schema_change import SchemaChange
 from airflow_paimon.format.tags import TagAlreadyExistsError
 from airflow_paimon.format.values import parse_duration
 
-from .upkeep_helpers import FUTURE, FailAfter, all_files, compact, judged_files, make_table, referenced_names
+from .upkeep_helpers import FUTURE, FailAfter, all_files, judged_files, make_table, referenced_names
 
 EXAMPLES = int(os.environ.get("PAIMON_MODEL_EXAMPLES", "50"))
 STEPS = int(os.environ.get("PAIMON_MODEL_STEPS", "50"))
@@ -246,9 +245,9 @@ class UpkeepModel(RuleBasedStateMachine):
                 del rows[(p, i)]
         self._committed(snap, rows)
 
-    def compact(self, library):
+    def compact(self):
         self._op()
-        snap = library_compact(self.table) if library else compact(self.table)
+        snap = self.table.maintenance.compact()
         if snap is not None:
             self._committed(snap, self._latest_rows())
 
@@ -327,10 +326,10 @@ class UpkeepModel(RuleBasedStateMachine):
         if name not in self.tags:
             COUNTS["errors_expected"] += 1
             with pytest.raises(TagNotFoundError):
-                self.table.tags.delete(name)
+                self.table.maintenance.delete_tag(name)
             return
         before = self._roots()
-        result = self.table.tags.delete(name)
+        result = self.table.maintenance.delete_tag(name)
         self._assert_freed(before)
         assert result.tags == [name]
         del self.tags[name]
@@ -357,7 +356,7 @@ class UpkeepModel(RuleBasedStateMachine):
         periodic = sorted(n for n in self.tags if n.startswith("2026-") and n not in expected)
         expected |= set(periodic[:max(len(periodic) - PERIODIC_MAX, 0)])
         before = self._roots()
-        result = self.table.expire_tags(now=now)
+        result = self.table.maintenance.expire_tags(now=now)
         self._assert_freed(before)
         assert set(result.tags) == expected
         for n in expected:
@@ -382,7 +381,7 @@ class UpkeepModel(RuleBasedStateMachine):
                 break
         expected = [i for i in ids if i < stop]
         before = self._roots()
-        result = self.table.expire_snapshots(retain_min=rmin, retain_max=rmax, older_than=threshold,
+        result = self.table.maintenance.expire_snapshots(retain_min=rmin, retain_max=rmax, older_than=threshold,
                                              max_deletes=limit)
         self._assert_freed(before)
         assert result.snapshots == expected
@@ -412,7 +411,7 @@ class UpkeepModel(RuleBasedStateMachine):
         self._op()
         target, sid, rows = self._rollback_target(kind, pick)
         before = self._roots()
-        result = self.table.rollback(**target)
+        result = self.table.maintenance.rollback(**target)
         self._assert_freed(before)
         assert result.rolled_back_to == sid
         assert (result.restored_snapshot is not None) == (sid not in self.snaps)
@@ -421,7 +420,7 @@ class UpkeepModel(RuleBasedStateMachine):
     # ---- orphans ---------------------------------------------------------------------------------------
     def remove_orphans(self):
         self._op()
-        self.table.remove_orphan_files(older_than=FUTURE)
+        self.table.maintenance.remove_orphan_files(older_than=FUTURE)
         judged = {p.rsplit("/", 1)[-1] for p in judged_files(self.table)}
         leftover = judged - referenced_names(self.table)
         assert not leftover, f"unreferenced files survived orphan cleanup: {sorted(leftover)}"
@@ -435,9 +434,9 @@ class UpkeepModel(RuleBasedStateMachine):
             if which == "name":
                 self.table.tags.create("12")
             elif which == "retain":
-                self.table.expire_snapshots(retain_min=3, retain_max=1)
+                self.table.maintenance.expire_snapshots(retain_min=3, retain_max=1)
             elif which == "target":
-                self.table.rollback(to_tag="no-such-thing")
+                self.table.maintenance.rollback(to_tag="no-such-thing")
             elif which == "schema":
                 self.table.alter(SchemaChange.rename_column(self.pcols[0], "q"))
             elif which == "null_partition":
@@ -446,7 +445,7 @@ class UpkeepModel(RuleBasedStateMachine):
                     self.pcols[-1]).type)
                 self.table.write(pa.table(data))
             else:
-                self.table.remove_orphan_files(older_than="soon")
+                self.table.maintenance.remove_orphan_files(older_than="soon")
         assert all_files(self.table.path) == before
 
     # ---- crashes ---------------------------------------------------------------------------------------
@@ -457,13 +456,13 @@ class UpkeepModel(RuleBasedStateMachine):
         restored_rows = None
         try:
             if op == "expire":
-                self.table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+                self.table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
             elif op == "rollback":
                 target, sid, rows = self._rollback_target("tag" if pick % 2 else "snapshot", pick)
                 restored_rows = (sid, rows)
-                self.table.rollback(**target)
+                self.table.maintenance.rollback(**target)
             elif self.tags:
-                self.table.tags.delete(sorted(self.tags)[pick % len(self.tags)])
+                self.table.maintenance.delete_tag(sorted(self.tags)[pick % len(self.tags)])
         except FailAfter.Crash:
             pass
         finally:
@@ -501,7 +500,7 @@ class UpkeepModel(RuleBasedStateMachine):
         elif kind == "delete":
             self.delete(draw(rows), draw(part))
         elif kind == "compact":
-            self.compact(draw(st.booleans()))
+            self.compact()
         elif kind == "add_column":
             self.add_column(draw(st.sampled_from(COLUMN_NAMES)), draw(st.sampled_from(["INT", "BIGINT"])))
         elif kind == "rename_column":

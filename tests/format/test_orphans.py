@@ -14,13 +14,12 @@ from .upkeep_helpers import (
     FUTURE,
     all_files,
     check_all_readable,
-    compact,
     judged_files,
     make_table,
     referenced_names,
     set_mtime,
     snapshot_reads,
-    tree_hashes,
+    tree_digest,
     upsert,
 )
 
@@ -34,7 +33,7 @@ def table(tmp_path):
     upsert(t, range(3, 8), 2, p="y")
     t.tags.create("t2")
     upsert(t, range(5), 3, p="x")
-    compact(t)
+    t.maintenance.compact()
     return t
 
 
@@ -82,7 +81,7 @@ def test_removes_old_unreferenced_files_only(table):
     planted = _plant(table)
     protected = _protected(table)
     before = all_files(table.path)
-    result = table.remove_orphan_files()   # default safety age: one day
+    result = table.maintenance.remove_orphan_files()   # default safety age: one day
     assert sorted(result.paths) == sorted(planted.values())
     assert result.bytes_freed == 6 * len(planted)
     after = all_files(table.path)
@@ -96,25 +95,25 @@ def test_young_files_are_kept_by_default(table):
     young = f"{table.path}/p=x/bucket-0/data-77777777-0000-0000-0000-000000000000-0.parquet"
     with open(young, "wb") as f:
         f.write(b"being written")
-    assert table.remove_orphan_files().files == []
+    assert table.maintenance.remove_orphan_files().files == []
     assert os.path.exists(young)
     # older_than in the future makes everything unreferenced eligible
-    assert table.remove_orphan_files(older_than=FUTURE).paths == [young]
+    assert table.maintenance.remove_orphan_files(older_than=FUTURE).paths == [young]
 
 
 def test_dry_run_lists_and_deletes_nothing(table):
     planted = _plant(table)
-    before = tree_hashes(table.path)
-    plan = table.remove_orphan_files(dry_run=True)
+    before = tree_digest(table.path)
+    plan = table.maintenance.remove_orphan_files(dry_run=True)
     assert sorted(plan.paths) == sorted(planted.values()) and plan.dry_run
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
     assert plan.to_dict()["files_freed"] == len(planted)
 
 
 def test_leaves_exactly_the_referenced_files(table):
-    table.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     _plant(table)
-    table.remove_orphan_files(older_than=FUTURE)
+    table.maintenance.remove_orphan_files(older_than=FUTURE)
     names = {p.rsplit("/", 1)[-1] for p in judged_files(table)}
     assert names == referenced_names(table) & names
     assert names <= referenced_names(table)
@@ -124,36 +123,36 @@ def test_leaves_exactly_the_referenced_files(table):
 @pytest.mark.parametrize("older_than", ["last tuesday", dt.timedelta(days=-1), object()])
 def test_bad_older_than_changes_nothing(table, older_than):
     _plant(table)
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(InvalidOptionError):
-        table.remove_orphan_files(older_than=older_than)
-    assert tree_hashes(table.path) == before
+        table.maintenance.remove_orphan_files(older_than=older_than)
+    assert tree_digest(table.path) == before
 
 
 def test_branches_are_refused(table):
     _plant(table)
     os.makedirs(f"{table.path}/branch/branch-dev/schema")
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(UnsupportedTableError, match="branches"):
-        table.remove_orphan_files(older_than=FUTURE)
-    assert tree_hashes(table.path) == before
+        table.maintenance.remove_orphan_files(older_than=FUTURE)
+    assert tree_digest(table.path) == before
 
 
 def test_a_corrupt_snapshot_file_stops_everything(table):
     _plant(table)
     with open(f"{table.path}/snapshot/snapshot-999", "w") as f:
         f.write("{not json")
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(Exception, match="snapshot-999"):
-        table.remove_orphan_files(older_than=FUTURE)
-    assert tree_hashes(table.path) == before
+        table.maintenance.remove_orphan_files(older_than=FUTURE)
+    assert tree_digest(table.path) == before
 
 
 def test_a_missing_manifest_stops_everything(table):
     _plant(table)
     latest = table.latest_snapshot()
     os.remove(f"{table.path}/manifest/{latest.base_manifest_list}")
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(Exception, match="missing"):
-        table.remove_orphan_files(older_than=FUTURE)
-    assert tree_hashes(table.path) == before
+        table.maintenance.remove_orphan_files(older_than=FUTURE)
+    assert tree_digest(table.path) == before

@@ -15,7 +15,7 @@ from airflow_paimon.format.errors import InvalidOptionError, PeriodMismatchError
 from airflow_paimon.format.periodic_tags import RunTimes, period_of_run
 from airflow_paimon.format.periods import PeriodSpec
 from tests.e2e.tables import commit_at, create_table
-from tests.format.conftest import tree_digest
+from tests.format.upkeep_helpers import tree_digest
 
 
 def utc(*args: int) -> pendulum.DateTime:

@@ -12,10 +12,9 @@ import pyarrow.dataset as ds
 import pytest
 
 from airflow_paimon.format import Catalog, PaimonError
-from airflow_paimon.format.compact import compact
 from airflow_paimon.format.schema_change import SchemaChange, SchemaChangeError, widens
 
-from .conftest import tree_digest
+from .upkeep_helpers import tree_digest
 
 KV = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32()), ("f", pa.float32())])
 
@@ -65,8 +64,8 @@ def test_rename_then_compact_then_expire_keeps_the_values(catalog):
     t.write(pa.table({"id": pa.array([1], pa.int64()), "v": ["precious"]}))
     t.alter(SchemaChange.rename_column("v", "w"))
     assert rows(t) == [{"id": 1, "w": "precious"}]
-    assert compact(t) is not None
-    t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.maintenance.compact() is not None
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1)
     assert [s.id for s in t.snapshots()] == [2]
     assert [f.schema_id for f in _data_files(t)] == [1]
     fresh = catalog.get_table("db.t")
@@ -86,7 +85,7 @@ def test_rename_reads_old_files_in_every_read(table):
     # Filtered and projected reads find the old values too (old files' statistics are under the old name).
     assert sorted(t.read(columns=["w"], filter=ds.field("w") == "x1").column("w").to_pylist()) == ["x1"]
     before = t.read().sort_by([("id", "ascending"), ("w", "ascending")])
-    assert compact(t) is not None
+    assert t.maintenance.compact() is not None
     assert t.read().sort_by([("id", "ascending"), ("w", "ascending")]) == before
 
 
@@ -102,7 +101,7 @@ def test_drop_then_add_the_same_name_reads_null_for_old_files(table):
     assert t.read(filter=ds.field("v") == "x1").num_rows == 0
     assert t.read(filter=ds.field("v").is_null()).num_rows == 3
     # ... nor through compaction.
-    compact(t)
+    t.maintenance.compact()
     t.write(kv_rows([1, 7]).set_column(1, "v", pa.array(["new1", "new7"])).select(["id", "n", "f", "v"]))
     got = {r["id"]: r["v"] for r in rows(t)}
     if t.is_primary_key:
@@ -127,7 +126,7 @@ def test_widening_int_to_bigint_and_float_to_double(table):
     # Statistics of the INT file still prune (and keep) correctly under the BIGINT type.
     assert sorted(t.read(filter=ds.field("n") == 7).column("id").to_pylist()) == [0, 1, 2]
     assert t.read(filter=ds.field("n") > 2**31).column("id").to_pylist() == [5]
-    compact(t)
+    t.maintenance.compact()
     assert [(r["id"], r["n"], r["f"]) for r in rows(t)] == expected
 
 
@@ -158,7 +157,7 @@ def test_compaction_by_a_table_opened_before_a_change_keeps_the_new_columns(tabl
     table.alter(SchemaChange.add_column("z", pa.int64()), SchemaChange.rename_column("v", "w"))
     table.write(kv_rows([3]).rename_columns(["id", "w", "n", "f"]).append_column("z", pa.array([33], pa.int64())))
     expected = rows(table)
-    assert compact(stale) is not None
+    assert stale.maintenance.compact() is not None
     assert rows(catalog.get_table("db.t")) == expected
     assert [r["z"] for r in expected] == [None, None, 33]
 
@@ -193,7 +192,7 @@ def test_renamed_primary_key_keeps_matching_keys_and_buckets(catalog):
     got = {r["key"]: r["v"] for r in t.read().to_pylist()}
     assert got == {**{i: f"x{i}" for i in range(10)}, 3: "y3", 12: "y12"}
     assert t.read(filter=ds.field("key") == 4).column("v").to_pylist() == ["x4"]
-    compact(t)
+    t.maintenance.compact()
     assert {r["key"]: r["v"] for r in t.read().to_pylist()} == got
     assert sum(len(s.files) for s in t.plan()) == 3       # one file per bucket: the new keys met the old ones
 

@@ -253,7 +253,7 @@ def test_a_commit_stays_known_through_its_tag_after_its_snapshot_expired(catalog
     for i in range(3):
         t.write(orders([i], version=i + 1))
     tomorrow = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
-    t.expire_snapshots(retain_min=1, retain_max=1, older_than=tomorrow)
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, older_than=tomorrow)
     assert not t.snapshot_manager.exists(first.id)
     again = t.write(orders(range(3), version=99), commit_user="airflow:merge", commit_identifier=11)
     assert again.id == first.id

@@ -14,8 +14,7 @@ import pytest
 
 from airflow_paimon.format import Catalog, UnsupportedTableError
 
-from .conftest import tree_digest
-from .upkeep_helpers import FUTURE, make_table, upsert
+from .upkeep_helpers import FUTURE, make_table, tree_digest, upsert
 
 
 def _reshape(table, options: dict[str, str], column_type: object = None):
@@ -66,7 +65,7 @@ def test_metadata_works_and_data_access_is_refused_clearly(tmp_path, pk, options
     assert [s.id for s in t.snapshots()] == [1, 2, 3, 4]
     assert t.tags.names() == ["first", "second"]
     for name in ("snapshots", "tags", "files", "manifests", "schemas", "options"):
-        t.system_table(name)
+        getattr(t.inspect, name)()
     before = tree_digest(t.path)
     if read_refusal:
         with pytest.raises(UnsupportedTableError, match=f"cannot read db.t: .*{read_refusal}"):
@@ -78,10 +77,10 @@ def test_metadata_works_and_data_access_is_refused_clearly(tmp_path, pk, options
     assert tree_digest(t.path) == before
 
     t.tags.create("mine")
-    assert t.delete_tag("mine").tags == ["mine"]
-    assert t.expire_snapshots(retain_min=2, older_than=FUTURE).snapshots == [1, 2]
-    assert t.remove_orphan_files(older_than=FUTURE).files == []
-    assert t.rollback(to_tag="second").rolled_back_to == 2
+    assert t.maintenance.delete_tag("mine").tags == ["mine"]
+    assert t.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE).snapshots == [1, 2]
+    assert t.maintenance.remove_orphan_files(older_than=FUTURE).files == []
+    assert t.maintenance.rollback(to_tag="second").rolled_back_to == 2
     assert [s.id for s in t.snapshots()] == [2]
 
 

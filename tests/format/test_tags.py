@@ -18,13 +18,12 @@ from .upkeep_helpers import (
     FUTURE,
     all_files,
     check_all_readable,
-    compact,
     delete,
     live_data_paths,
     make_table,
     rows,
     snapshot_reads,
-    tree_hashes,
+    tree_digest,
     upsert,
 )
 
@@ -88,18 +87,18 @@ def test_default_retention_from_table_option(tmp_path):
 
 def test_create_is_idempotent_on_the_same_snapshot(table):
     first = table.tags.create("d", snapshot_id=2, time_retained="1d")
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     again = table.tags.create("d", snapshot_id=2)
     assert again == first
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 def test_create_on_another_snapshot_is_an_error_unless_replace(table):
     table.tags.create("d", snapshot_id=2)
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(TagAlreadyExistsError, match="already exists on snapshot 2"):
         table.tags.create("d", snapshot_id=3)
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
     moved = table.tags.create("d", snapshot_id=3, replace=True)
     assert moved.snapshot_id == 3
     assert table.tags.get("d").snapshot_id == 3
@@ -110,10 +109,10 @@ def test_replace_cleans_files_only_the_old_tag_used(tmp_path):
     upsert(t, range(10), 1)
     upsert(t, range(5, 12), 1)
     t.tags.create("old")             # snapshot 2: two level-0 files per bucket
-    compact(t)                      # snapshot 3: one compacted file per bucket with several
+    t.maintenance.compact()          # snapshot 3: each bucket rewritten as one top-level file
     old_files = live_data_paths(t, t.snapshot(2)) - live_data_paths(t, t.snapshot(3))
     assert old_files
-    t.expire_snapshots(retain_min=1, older_than=FUTURE)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert old_files <= all_files(t.path)  # the tag keeps them
     t.tags.create("keeper", snapshot_id=2)   # another tag on the same snapshot
     t.tags.replace("old")                    # -> latest
@@ -127,10 +126,10 @@ def test_replace_cleans_files_only_the_old_tag_used(tmp_path):
                                   "..", "a..b", "../snapshot/snapshot-1", "x\x00y", "line\nbreak", "tab\tbed",
                                   "bell\x07", "del\x7f", "a" * 256])
 def test_bad_tag_names_are_rejected_and_nothing_is_written(table, name):
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(InvalidOptionError):
         table.tags.create(name)
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
     assert not os.path.exists(f"{table.path}/tag") or not os.listdir(f"{table.path}/tag")
 
 
@@ -138,11 +137,11 @@ def test_name_length_limits(table):
     from airflow_paimon.format.tag_file import MAX_LOCAL_TAG_NAME_BYTES
     assert table.tags.create("a" * MAX_LOCAL_TAG_NAME_BYTES).snapshot_id == 3
     assert tag_name("a" * 255)  # the general limit; a local filesystem holds fewer bytes
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     for name in ("b" * (MAX_LOCAL_TAG_NAME_BYTES + 1), "é" * 107, "c" * 256):
         with pytest.raises(InvalidOptionError, match="long"):
             table.tags.create(name)
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 @pytest.mark.parametrize("name", ["2026-11-20", "v1.2", "release_1", "Ünïcode", "1a", "a b"])
@@ -162,10 +161,10 @@ def test_good_tag_names(table, name):
     ({"time_retained": 5}, InvalidOptionError),
 ])
 def test_bad_create_inputs_change_nothing(table, kwargs, error):
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(error):
         table.tags.create("x", **kwargs)
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 def test_create_on_empty_table_is_an_error(tmp_path):
@@ -176,7 +175,7 @@ def test_create_on_empty_table_is_an_error(tmp_path):
 
 def test_create_from_an_expired_snapshot_id_uses_the_tag_holding_it(table):
     table.tags.create("keep1", snapshot_id=1)
-    table.expire_snapshots(retain_min=1, older_than=FUTURE)
+    table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert table.snapshot_manager.ids() == [3]
     assert table.tags.create("again", snapshot_id=1).snapshot == table.tags.get("keep1").snapshot
     with pytest.raises(SnapshotNotFoundError, match="no tag holds it"):
@@ -186,7 +185,7 @@ def test_create_from_an_expired_snapshot_id_uses_the_tag_holding_it(table):
 def test_as_of_after_expiry_is_exact_or_an_error(table):
     s1, s2, s3 = (table.snapshot(i) for i in (1, 2, 3))
     table.tags.create("keep2", snapshot_id=2)
-    table.expire_snapshots(retain_min=1, older_than=FUTURE)   # only snapshot 3 remains
+    table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)   # only snapshot 3 remains
     # snapshot 2 (tagged) is the latest at or before s3 - 1, provably: snapshot 3 (retained) came later
     assert table.tags.create("exact", as_of=s3.time_millis - 1).snapshot_id == 2
     # before snapshot 2: snapshot 1 expired untagged, so no exact answer
@@ -224,10 +223,10 @@ def test_rename(table):
 def test_bad_renames_change_nothing(table, old, new, error):
     table.tags.create("t1", snapshot_id=1)
     table.tags.create("t2", snapshot_id=2)
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(error):
         table.tags.rename(old, new)
-    assert tree_hashes(table.path) == before
+    assert tree_digest(table.path) == before
 
 
 # ---- delete -------------------------------------------------------------------------------------------
@@ -238,16 +237,16 @@ def test_delete_removes_files_only_that_tag_used(tmp_path):
     upsert(t, range(5, 15), 2)      # 2
     t.tags.create("first", snapshot_id=1)
     t.tags.create("second")         # on 2
-    compact(t)                      # 3: files of 1 and 2 replaced
+    t.maintenance.compact()         # 3: files of 1 and 2 replaced
     upsert(t, [100], 3)             # 4
-    t.expire_snapshots(retain_min=1, older_than=FUTURE)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert t.snapshot_manager.ids() == [4]
     files1, files2 = live_data_paths(t, t.tags.get("first").snapshot), live_data_paths(t, t.tags.get("second").snapshot)
     latest = live_data_paths(t, t.latest_snapshot())
     shared = files1 & files2
     assert shared and (files2 - files1)
     expected = snapshot_reads(t)
-    result = t.tags.delete("second")
+    result = t.maintenance.delete_tag("second")
     assert result.tags == ["second"]
     gone = files2 - files1 - latest
     assert set(result.data_files) == gone
@@ -256,17 +255,17 @@ def test_delete_removes_files_only_that_tag_used(tmp_path):
     assert files1 <= existing and latest <= existing
     del expected[("tag", "second")]
     check_all_readable(t, expected)
-    result = t.tags.delete("first")
+    result = t.maintenance.delete_tag("first")
     assert set(result.data_files) == files1 - latest
     check_all_readable(t)
 
 
 def test_delete_tag_of_a_retained_snapshot_deletes_only_the_tag_file(table):
     table.tags.create("x", snapshot_id=2)
-    before = tree_hashes(table.path)
-    result = table.tags.delete("x")
+    before = tree_digest(table.path)
+    result = table.maintenance.delete_tag("x")
     assert result.data_files == [] and result.metadata_files == [f"{table.path}/tag/tag-x"]
-    after = tree_hashes(table.path)
+    after = tree_digest(table.path)
     assert set(before) - set(after) == {"tag/tag-x"}
 
 
@@ -274,15 +273,15 @@ def test_delete_dry_run_changes_nothing(tmp_path):
     t = make_table(tmp_path)
     upsert(t, [1], 1)
     t.tags.create("x")
-    compact(t)
+    t.maintenance.compact()
     upsert(t, [1], 2)
-    compact(t)
-    t.expire_snapshots(retain_min=1, older_than=FUTURE)
-    before = tree_hashes(t.path)
-    plan = t.tags.delete("x", dry_run=True)
+    t.maintenance.compact()
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
+    before = tree_digest(t.path)
+    plan = t.maintenance.delete_tag("x", dry_run=True)
     assert plan.dry_run and plan.tags == ["x"] and plan.data_files
-    assert tree_hashes(t.path) == before
-    done = t.tags.delete("x")
+    assert tree_digest(t.path) == before
+    done = t.maintenance.delete_tag("x")
     assert done.data_files == plan.data_files and done.bytes_freed == plan.bytes_freed
 
 
@@ -290,10 +289,10 @@ def test_delete_dry_run_changes_nothing(tmp_path):
                                          ("", InvalidOptionError)])
 def test_delete_bad_tag_changes_nothing(table, name, error):
     table.tags.create("t", snapshot_id=1)
-    before = tree_hashes(table.path)
+    before = tree_digest(table.path)
     with pytest.raises(error):
-        table.tags.delete(name)
-    assert tree_hashes(table.path) == before
+        table.maintenance.delete_tag(name)
+    assert tree_digest(table.path) == before
 
 
 # ---- time travel ------------------------------------------------------------------------------------
@@ -316,7 +315,7 @@ def test_as_of_after_expiry_names_the_tag_or_reads_it_when_asked(table):
     s2 = table.snapshot(2)
     table.tags.create("two", snapshot_id=2)
     upsert(table, [50], 5)
-    table.expire_snapshots(retain_min=1, older_than=FUTURE)
+    table.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert table.snapshot_manager.ids() == [4]
     # snapshot 2 expired and snapshot 3 is unknown: the tag may be older than what was current then
     with pytest.raises(SnapshotNotFoundError, match="closest tag is 'two'"):

@@ -12,7 +12,7 @@ import pytest
 from airflow_paimon.format import InvalidOptionError, SnapshotExpiredError, SnapshotNotFoundError, TagNotFoundError
 from airflow_paimon.format import commit as commit_module
 
-from .upkeep_helpers import FUTURE, make_table, rows, tree_hashes, upsert
+from .upkeep_helpers import FUTURE, make_table, rows, tree_digest, upsert
 
 T0 = 1_790_000_000_000  # 2026-09-21: snapshot n is committed at T0 + n minutes
 
@@ -47,7 +47,7 @@ def expired(tmp_path, clock):
         if n == 5:
             t.tags.create("five")
     assert [t.snapshot(n).time_millis for n in (9, 10)] == [commit_time(9), commit_time(10)]
-    t.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [9, 10]
     return t
 
@@ -59,13 +59,13 @@ def keys(data) -> list[int]:
 # ---- rollback -----------------------------------------------------------------------------------------
 
 def test_rollback_to_the_time_of_an_expired_snapshot_is_refused_not_rolled_back_further(expired):
-    before = tree_hashes(expired.path)
+    before = tree_digest(expired.path)
     with pytest.raises(SnapshotExpiredError) as e:
-        expired.rollback(to_time=at(commit_time(8)), now=FUTURE)
+        expired.maintenance.rollback(to_time=at(commit_time(8)), now=FUTURE)
     message = str(e.value)
     assert "'five'" in message and "snapshot 5" in message and "retained snapshots 9..10" in message
     assert "to_tag" in message
-    assert tree_hashes(expired.path) == before
+    assert tree_digest(expired.path) == before
     assert keys(expired.read()) == list(range(1, 11))
 
 
@@ -74,26 +74,26 @@ def test_rollback_to_a_time_a_tag_provably_holds(expired, clock):
     upsert(t, [11], 11)                                  # 11
     t.tags.create("eleven")
     upsert(t, [12], 12)                                  # 12
-    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [12]
     # snapshot 11 is tagged, snapshot 12 (retained) was committed after the time: 11 was current then
-    result = t.rollback(to_time=at(commit_time(11) + 30_000), now=FUTURE)
+    result = t.maintenance.rollback(to_time=at(commit_time(11) + 30_000), now=FUTURE)
     assert result.rolled_back_to == 11 and result.restored_snapshot == 11 and result.snapshots == [12]
     assert keys(t.read()) == list(range(1, 12))
 
 
 def test_rollback_to_a_retained_time_is_exact(expired):
-    result = expired.rollback(to_time=at(commit_time(9) + 59_999), now=FUTURE)
+    result = expired.maintenance.rollback(to_time=at(commit_time(9) + 59_999), now=FUTURE)
     assert result.rolled_back_to == 9 and result.snapshots == [10]
 
 
 def test_rollback_to_a_future_time_is_an_error(expired):
-    before = tree_hashes(expired.path)
+    before = tree_digest(expired.path)
     with pytest.raises(InvalidOptionError, match="in the future"):
-        expired.rollback(to_time=at(commit_time(30)), now=at(commit_time(20)))
+        expired.maintenance.rollback(to_time=at(commit_time(30)), now=at(commit_time(20)))
     with pytest.raises(InvalidOptionError, match="in the future"):
-        expired.rollback(to_time="2999-01-01")
-    assert tree_hashes(expired.path) == before
+        expired.maintenance.rollback(to_time="2999-01-01")
+    assert tree_digest(expired.path) == before
 
 
 def test_a_date_named_tag_that_is_gone_is_an_error_not_a_time(tmp_path, clock):
@@ -101,13 +101,13 @@ def test_a_date_named_tag_that_is_gone_is_an_error_not_a_time(tmp_path, clock):
     for n in range(1, 5):
         upsert(t, [n], n)
     t.tags.create("2026-10-25", snapshot_id=3)
-    before = tree_hashes(t.path)
-    assert t.rollback(to_tag="2026-10-25", dry_run=True).snapshots == [4]
-    t.delete_tag("2026-10-25")
-    before = tree_hashes(t.path)
+    before = tree_digest(t.path)
+    assert t.maintenance.rollback(to_tag="2026-10-25", dry_run=True).snapshots == [4]
+    t.maintenance.delete_tag("2026-10-25")
+    before = tree_digest(t.path)
     with pytest.raises(TagNotFoundError, match="tag '2026-10-25' does not exist"):
-        t.rollback(to_tag="2026-10-25")
-    assert tree_hashes(t.path) == before
+        t.maintenance.rollback(to_tag="2026-10-25")
+    assert tree_digest(t.path) == before
 
 
 @pytest.mark.parametrize("kwargs, error", [
@@ -122,10 +122,10 @@ def test_a_date_named_tag_that_is_gone_is_an_error_not_a_time(tmp_path, clock):
     ({"to_tag": ["five"]}, "to_tag must be a tag name"),
 ])
 def test_bad_rollback_arguments_name_the_argument_and_change_nothing(expired, kwargs, error):
-    before = tree_hashes(expired.path)
+    before = tree_digest(expired.path)
     with pytest.raises(InvalidOptionError, match=error):
-        expired.rollback(**kwargs)
-    assert tree_hashes(expired.path) == before
+        expired.maintenance.rollback(**kwargs)
+    assert tree_digest(expired.path) == before
 
 
 def test_rollback_to_a_time_before_the_first_commit_says_so(tmp_path, clock):
@@ -133,7 +133,7 @@ def test_rollback_to_a_time_before_the_first_commit_says_so(tmp_path, clock):
     upsert(t, [1], 1)
     upsert(t, [2], 2)
     with pytest.raises(SnapshotNotFoundError) as e:
-        t.rollback(to_time=at(T0), now=FUTURE)
+        t.maintenance.rollback(to_time=at(T0), now=FUTURE)
     assert "first commit (snapshot 1)" in str(e.value) and "expired" not in str(e.value)
 
 
@@ -141,9 +141,9 @@ def test_time_before_expired_history_without_tags_says_expired(tmp_path, clock):
     t = make_table(tmp_path)
     for n in range(1, 5):
         upsert(t, [n], n)
-    t.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
     with pytest.raises(SnapshotExpiredError, match="have expired: the oldest known is snapshot 3"):
-        t.rollback(to_time=at(commit_time(1)), now=FUTURE)
+        t.maintenance.rollback(to_time=at(commit_time(1)), now=FUTURE)
 
 
 # ---- time travel --------------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_exact_reads_through_a_tag_and_through_retained_snapshots(expired):
     # the tag "five" holds snapshot 5; snapshot 6 is unknown, so between 5 and 6 nothing is provable ...
     with pytest.raises(SnapshotExpiredError):
         t.read(as_of=at(commit_time(5) + 1))
-    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [10]
     # ... but tag "nine" (snapshot 9) and retained snapshot 10 bracket any time in between
     data = t.read(as_of=at(commit_time(9) + 59_999))
@@ -206,7 +206,7 @@ def test_a_paimon_changelog_file_proves_the_next_commit_time(tmp_path, clock):
         upsert(t, [n], n)
     t.tags.create("two", snapshot_id=2)
     third = (tmp_path / "db.db" / "t" / "snapshot" / "snapshot-3").read_text()
-    t.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE, max_deletes=100)
     assert t.snapshot_manager.ids() == [4]
     with pytest.raises(SnapshotExpiredError):
         t.time_travel(at(commit_time(2) + 1))

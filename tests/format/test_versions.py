@@ -10,11 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.format.compact import compact
 from airflow_paimon.format.data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from airflow_paimon.format.errors import InvalidDataError, InvalidOptionError
 
-from .conftest import tree_digest
+from .upkeep_helpers import tree_digest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("v", pa.string())])
 
@@ -68,7 +67,7 @@ def test_descending_sort_order_keeps_the_smallest_value_and_nulls_stay_oldest(ca
     assert values(t) == {1: "a", 2: "b", 3: "a"}
     t.write(batch([(1, 7, "later"), (2, None, "later"), (3, 1, "later")]))
     assert values(t) == {1: "a", 2: "b", 3: "later"}
-    compact(t)
+    t.maintenance.compact()
     assert values(catalog.get_table("db.seq")) == {1: "a", 2: "b", 3: "later"}
 
 
@@ -153,7 +152,7 @@ def test_ignore_delete_writes_no_retraction_and_reads_past_old_ones(catalog, key
     t.commit([retraction])
     assert stored_kinds(t)[0] == [INSERT, DELETE]
     assert values(t)[0] == "v0"
-    compact(t)
+    t.maintenance.compact()
     assert values(catalog.get_table("db.kinds"))[0] == "v0"
     with pytest.raises(InvalidDataError, match="ignore-delete = true"):
         t.delete(pa.table({"id": [0]}))

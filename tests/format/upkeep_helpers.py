@@ -11,8 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_paimon.format import Catalog, Table
-from airflow_paimon.format.commit import CommitMessage
-from airflow_paimon.format.manifest import ADD, FILE_SOURCE_COMPACT
+from airflow_paimon.format.manifest import ADD
 
 FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -48,46 +47,13 @@ def rows(data: pa.Table) -> list[tuple]:
     return sorted(tuple(r[c] for c in cols) for r in data.to_pylist())
 
 
-def compact(table: Table):
-    """Full compaction: each bucket with several files is rewritten as one file (the old ones are deleted)."""
-    base = table.latest_snapshot()
-    if base is None:
-        return None
-    writer = table.new_write()
-    messages = []
-    for split in table.plan():
-        if len(split.files) < 2:
-            continue
-        data = table.read_split(split)
-        if table.is_primary_key:
-            keys = table.schema().trimmed_primary_keys
-            data = data.sort_by([(k, "ascending") for k in keys])
-            first = max(f.max_sequence_number for f in split.files) + 1
-            if data.num_rows:
-                msg = writer.write_bucket(split.partition, split.bucket, data, None, first, level=5,
-                                          file_source=FILE_SOURCE_COMPACT)
-            else:
-                msg = CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, [])
-        else:
-            first = min(f.min_sequence_number for f in split.files)
-            msg = writer.write_bucket(split.partition, split.bucket, data, None, first,
-                                      file_source=FILE_SOURCE_COMPACT)
-        msg.deleted_files = list(split.files)
-        messages.append(msg)
-    if not messages:
-        return None
-    return table.commit(messages, commit_kind="COMPACT", base_snapshot_id=base.id)
-
-
-def tree_hashes(root: Path | str) -> dict[str, str]:
-    """relative path -> sha256 of every file under `root` (to prove an operation changed nothing)."""
+def tree_digest(root: Path | str) -> dict[str, str]:
+    """Every file under `root` with the hash of its bytes: proof that an operation changed nothing."""
     out = {}
-    root = str(root)
     for d, _, files in os.walk(root):
         for f in files:
             p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(p, root)] = hashlib.sha256(Path(p).read_bytes()).hexdigest()
     return out
 
 

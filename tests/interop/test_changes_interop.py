@@ -85,7 +85,7 @@ def test_input_changelog_and_consumer_position_agree_with_pypaimon(tmp_path):
 
     t.consumers.delete("reader")
     t.create_tag("first", 1)
-    t.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, now="2100-01-01")
     with pytest.raises(SnapshotExpiredError, match="snapshot 2 .*expired.*mode='diff'"):
         t.changes("first", 3, mode="changelog")
     diff = t.changes("first", 3, mode="diff").read_all().to_pylist()    # the ends are still there

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from airflow_paimon.format import Catalog
-from tests.format.upkeep_helpers import FUTURE, all_files, compact, live_data_paths, upsert
+from tests.format.upkeep_helpers import FUTURE, all_files, live_data_paths, upsert
 from tests.interop.pypaimon_env import run_pypaimon
 
 pytestmark = pytest.mark.interop
@@ -103,7 +103,7 @@ def test_upkeep_of_a_pypaimon_table_keeps_pypaimon_reading(tmp_path):
     assert _ours(table) == before
 
     # compaction makes files unused by the newest snapshots; our tags pin some of them
-    assert compact(table) is not None                          # 7
+    assert table.maintenance.compact() is not None                          # 7
     upsert(table, [5, 6], 70, p="a")                           # 8
     table.tags.create("ours-three", snapshot_id=3)
     table.tags.create("ours-latest", time_retained="30 d")
@@ -112,10 +112,10 @@ def test_upkeep_of_a_pypaimon_table_keeps_pypaimon_reading(tmp_path):
     pp_four_only = live_data_paths(table, table.tags.get("pp-four").snapshot) - \
         live_data_paths(table, table.snapshot(3)) - live_data_paths(table, table.latest_snapshot())
     assert pp_four_only
-    result = table.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
+    result = table.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE, max_deletes=100)
     assert result.snapshots == [1, 2, 3, 4, 5, 6]
-    deleted = table.tags.delete("pp-two")
-    expired = table.expire_tags(now=dt.datetime.now() + dt.timedelta(days=2))   # pypaimon's 1 d retention
+    deleted = table.maintenance.delete_tag("pp-two")
+    expired = table.maintenance.expire_tags(now=dt.datetime.now() + dt.timedelta(days=2))   # pypaimon's 1 d retention
     assert expired.tags == ["pp-four"]
     freed = set(result.data_files) | set(deleted.data_files) | set(expired.data_files)
     assert freed, "the scenario should free data files"
@@ -135,7 +135,7 @@ def test_upkeep_of_a_pypaimon_table_keeps_pypaimon_reading(tmp_path):
 
     # rollback to our tag on an expired snapshot: it is written back as snapshot 3, pypaimon reads it and
     # commits on top of it
-    rolled = table.rollback(to_tag="ours-three")
+    rolled = table.maintenance.rollback(to_tag="ours-three")
     assert rolled.restored_snapshot == 3
     more = run_pypaimon(WRITE_MORE, {"warehouse": wh})
     assert sorted(more["snapshots"]) == ["3", "4"]
@@ -144,6 +144,6 @@ def test_upkeep_of_a_pypaimon_table_keeps_pypaimon_reading(tmp_path):
     assert sorted(more["tags"]) == ["ours-three"]
     reopened = Catalog(wh).get_table("db.t")
     assert _ours(reopened)["latest"] == more["latest"]
-    orphans = reopened.remove_orphan_files(older_than=FUTURE)
+    orphans = reopened.maintenance.remove_orphan_files(older_than=FUTURE)
     assert run_pypaimon(READ, {"warehouse": wh}) == more
     assert all(p.rsplit("/", 1)[-1].startswith(("data-", "manifest-")) for p in orphans.paths)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.format import Catalog
-from tests.format.upkeep_helpers import FUTURE, compact
+from tests.format.upkeep_helpers import FUTURE
 
 from .pypaimon_env import run_pypaimon
 from .test_format_interop import canonical, pypaimon_reads
@@ -130,20 +130,20 @@ def test_upkeep_of_a_pypaimon_table_finds_its_files(tmp_path, legacy):
     t = Catalog(wh).get_table("db.t")
     before = data_files(t.path)
     assert before
-    compact(t)
+    t.maintenance.compact()
     latest = t.latest_snapshot()
     live = {t.data_file_path(t.partition_codec.from_bytes(e.partition), e.bucket, e.file)
             for e in t.file_entries(latest)}
     assert live and not (live & before)
 
-    result = t.expire_snapshots(retain_min=1, older_than=FUTURE)
+    result = t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
     assert sorted(result.data_files) == sorted(before)
     assert data_files(t.path) == live
 
     orphan = f"{sorted(live)[0].rsplit('/', 1)[0]}/data-00000000-dead-beef-0000-000000000000-0.parquet"
     with open(orphan, "wb") as f:
         f.write(b"left behind by a failed writer")
-    assert [f.path for f in t.remove_orphan_files(older_than=FUTURE).files] == [orphan]
+    assert [f.path for f in t.maintenance.remove_orphan_files(older_than=FUTURE).files] == [orphan]
     assert data_files(t.path) == live
     expected = canonical(pa.concat_tables([rows(range(0, 3), 1), rows(range(3, 12), 2)]), ["id"])
     assert canonical(t.read(), ["id"]) == expected

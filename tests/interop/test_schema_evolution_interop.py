@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.compact import compact
 from airflow_paimon.format.schema_change import SchemaChange
 
 from .pypaimon_env import run_pypaimon
@@ -91,8 +90,8 @@ def test_pypaimon_rename_then_our_compaction_and_expiry_keep_the_values(tmp_path
     t = Catalog(wh).get_table("db.t")
     assert t.read().to_pylist() == [{"id": 1, "w": "precious"}]
     old_files = {e.file.file_name for e in t.file_entries(t.latest_snapshot())}
-    assert compact(t) is not None
-    t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.maintenance.compact() is not None
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1)
     live = {e.file.file_name for e in t.file_entries(t.latest_snapshot())}
     assert not live & old_files and not any((tmp_path / "wh").rglob(next(iter(old_files))))  # the only copy now
     assert run_pypaimon(READ, {"warehouse": wh, "table": "db.t"})["rows"] == [{"id": 1, "w": "precious"}]
@@ -107,8 +106,8 @@ def test_pypaimon_drop_readd_and_widening_read_and_compact_here(tmp_path):
     assert theirs["rows"] == expected
     t = Catalog(wh).get_table("db.t")
     assert _ours(t) == theirs
-    assert compact(t) is not None
-    t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.maintenance.compact() is not None
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1)
     assert _ours(Catalog(wh).get_table("db.t")) == theirs
     assert run_pypaimon(READ, {"warehouse": wh, "table": "db.t"}) == theirs
 
@@ -138,6 +137,6 @@ def test_tables_we_evolve_read_identically_in_pypaimon(tmp_path):
     assert {r["key"]: r["gone"] for r in ours["rows"]} == {0: None, 1: "G1", 2: None, 3: None, 4: None, 5: None,
                                                           10: "G10"}
     assert run_pypaimon(READ, {"warehouse": wh, "table": "db.t"}) == ours
-    assert compact(t) is not None
+    assert t.maintenance.compact() is not None
     assert _ours(cat.get_table("db.t")) == ours
     assert run_pypaimon(READ, {"warehouse": wh, "table": "db.t"}) == ours

@@ -149,8 +149,8 @@ def test_metadata_commands_work_on_every_kind_of_table(written, kind, capsys, mo
     code, out, err = cli(capsys, "files", name, "--json")
     assert code == 0 and json.loads(out), err
     for system in ("snapshots", "tags", "files", "manifests", "schemas"):
-        assert table.system_table(system).num_rows > 0, system
-    assert table.system_table("options").num_rows == len(table.options())
+        assert getattr(table.inspect, system)().num_rows > 0, system
+    assert table.inspect.options().num_rows == len(table.options())
     code, _, err = cli(capsys, "tag", "create", name, "mine", "--snapshot", "2")
     assert code == 0, err
     code, _, err = cli(capsys, "tag", "rename", name, "mine", "yours")
@@ -178,7 +178,7 @@ def test_metadata_commands_work_on_every_kind_of_table(written, kind, capsys, mo
     assert_index_files_exist(table)
     assert run_pypaimon(READ, {"warehouse": wh, "table": name}) == before
 
-    expired = table.expire_tags(now=FUTURE)
+    expired = table.maintenance.expire_tags(now=FUTURE)
     assert expired.tags == ["t2"]
     assert_index_files_exist(table)
     code, _, err = cli(capsys, "remove-orphan-files", name, "--older-than", "2100-01-01")

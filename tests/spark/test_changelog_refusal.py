@@ -10,7 +10,7 @@ from airflow_paimon.format import Catalog
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.spark.compact_app import run_compaction
 from airflow_paimon.spark.merge import run_merge
-from tests.format.conftest import tree_digest
+from tests.format.upkeep_helpers import tree_digest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 

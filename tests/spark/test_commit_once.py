@@ -23,7 +23,7 @@ def hold_in_tag_only(cat, snapshot_id: int) -> None:
     t = cat.get_table("db.t")
     t.create_tag("held", snapshot_id=snapshot_id)
     t.write(pa.Table.from_pylist([row(i, 7) for i in range(200, 203)], schema=SCHEMA))
-    t.expire_snapshots(retain_min=1, retain_max=1, older_than=FUTURE)
+    t.maintenance.expire_snapshots(retain_min=1, retain_max=1, older_than=FUTURE)
     assert snapshot_id not in [s.id for s in t.snapshots()]
 
 

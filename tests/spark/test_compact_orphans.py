@@ -1,4 +1,5 @@
-"""Compaction (format library and Spark application) and orphan-file cleanup on Spark."""
+"""The Spark compaction application and orphan-file cleanup on Spark (compaction in the library:
+tests/format/test_compact.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import time
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.format.compact import compact, max_level, plan_compaction
 from airflow_paimon.spark.compact_app import run_compaction
 from airflow_paimon.spark.merge import run_merge
 from airflow_paimon.spark.orphans_app import run_remove_orphans
@@ -30,50 +30,6 @@ def _history(cat, tmp_path, spark=None, partitioned=False, options=None):
     t.delete(pa.Table.from_pylist(keys, schema=pa.schema([("id", pa.int64()), ("dt", pa.string())])))
     t.write(pa.Table.from_pylist([row(i, 2) for i in range(35, 45)], schema=SCHEMA))
     return cat.get_table("db.t")
-
-
-def test_full_compaction_of_primary_key_buckets_in_the_library(warehouse, tmp_path):
-    cat = warehouse
-    t = _history(cat, tmp_path)
-    before = t.read().to_pylist()
-    t.create_tag("before-compaction")
-    old_entries = _files(t)
-    seq_range = {e.bucket: (min(x.file.min_sequence_number for x in old_entries if x.bucket == e.bucket),
-                            max(x.file.max_sequence_number for x in old_entries if x.bucket == e.bucket))
-                 for e in old_entries}
-    assert max_level(t) == 5
-    snap = compact(t, commit_user="c", commit_identifier=7)
-    assert snap.commit_kind == "COMPACT"
-    t = cat.get_table("db.t")
-    entries = _files(t)
-    assert sorted(e.bucket for e in entries) == [0, 1]                   # one file per bucket
-    for e in entries:
-        assert e.file.level == 5 and e.file.delete_row_count == 0 and e.file.file_source == 1
-        lo, hi = seq_range[e.bucket]
-        assert lo <= e.file.min_sequence_number and e.file.max_sequence_number <= hi
-    assert canonical(t.read().to_pylist(), ["id"]) == canonical(before, ["id"])
-    # The tag (and the old snapshot) still read the old files, which are still on disk.
-    assert canonical(t.read(tag="before-compaction").to_pylist(), ["id"]) == canonical(before, ["id"])
-    assert all(os.path.exists(t.data_file_path((), e.bucket, e.file)) for e in old_entries)
-    # Nothing left to do; a retry of the same commit finds it.
-    assert plan_compaction(t) == []
-    assert compact(t, commit_user="c", commit_identifier=7).id == snap.id
-    # Writes after a compaction still win over the compacted rows.
-    t.write(pa.Table.from_pylist([row(1, 9)], schema=SCHEMA))
-    assert {r["id"]: r["name"] for r in cat.get_table("db.t").read().to_pylist()}[1] == "n1-v9"
-
-
-def test_compaction_honours_sequence_field(warehouse, tmp_path):
-    cat = warehouse
-    t = make_target(cat, options={"sequence.field": "updated_at", "num-levels": "3"},
-                    rows=[row(i, 5) for i in range(10)])
-    t.write(pa.Table.from_pylist([row(i, 1) for i in range(5)], schema=SCHEMA))   # older values, newer files
-    before = t.read().to_pylist()
-    assert {r["id"]: r["name"] for r in before}[0] == "n0-v5"
-    compact(t)
-    t = cat.get_table("db.t")
-    assert {e.file.level for e in _files(t)} == {2}
-    assert canonical(t.read().to_pylist(), ["id"]) == canonical(before, ["id"])
 
 
 @pytest.mark.spark
@@ -151,7 +107,7 @@ def test_spark_orphan_cleanup_matches_the_library(spark, warehouse, tmp_path):
         for n in names:
             if os.path.join(root, n) != young:
                 _age(os.path.join(root, n), 2 * 86400)
-    expected = sorted(cat.get_table("db.t").remove_orphan_files(dry_run=True).paths)
+    expected = sorted(cat.get_table("db.t").maintenance.remove_orphan_files(dry_run=True).paths)
     assert expected == sorted(stray)
     spec = {"target": "db.t", "warehouse": cat.warehouse, "num_tasks": 3}
     dry = run_remove_orphans(spark, dict(spec, dry_run=True))
@@ -175,7 +131,7 @@ def test_spark_and_worker_orphan_cleanup_give_one_result(spark, warehouse, tmp_p
     with open(f"{stray_dir}/data-stray.parquet", "wb") as f:
         f.write(b"x")
     later = "2100-01-01"  # every unreferenced file is old enough
-    worker = cat.get_table("db.t").remove_orphan_files(older_than=later, dry_run=True).to_dict(1000)
+    worker = cat.get_table("db.t").maintenance.remove_orphan_files(older_than=later, dry_run=True).to_dict(1000)
     spec = {"target": "db.t", "warehouse": cat.warehouse, "num_tasks": 3, "older_than": later}
     on_spark = run_remove_orphans(spark, dict(spec, dry_run=True))
     assert set(on_spark) == set(worker)

@@ -366,7 +366,7 @@ def test_source_table_as_of_an_expired_time_needs_closest_tag(spark, warehouse):
     src.create_tag("a")
     src.write(pa.Table.from_pylist([row(i, 2) for i in range(10)], schema=SCHEMA))
     src.write(pa.Table.from_pylist([row(i, 3) for i in range(10)], schema=SCHEMA))
-    src.expire_snapshots(retain_min=1, older_than="2100-01-01", max_deletes=10)
+    src.maintenance.expire_snapshots(retain_min=1, older_than="2100-01-01", max_deletes=10)
     when = first.time_millis + 1
     before = table_rows(cat)
     with pytest.raises(SnapshotExpiredError, match="closest tag is 'a'"):

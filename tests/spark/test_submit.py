@@ -92,7 +92,7 @@ def test_a_killed_merge_leaves_the_table_as_it_was(warehouse, tmp_path):
     written = _data_files(t.path) - files_before
     assert written, "the killed job wrote files (orphans now)"
     # They are orphans: cleanup (safety age 0 here) removes exactly them and the table still reads the same.
-    result = t.remove_orphan_files(older_than=dt.timedelta(0))
+    result = t.maintenance.remove_orphan_files(older_than=dt.timedelta(0))
     assert set(result.paths) >= written
     assert not (_data_files(t.path) - files_before)
     assert canonical(cat.get_table("db.t").read().to_pylist(), ["id"]) == canonical(before, ["id"])
