@@ -319,6 +319,7 @@ def test_console_script_in_a_subprocess(wh):
 CLOSED_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused at once
 
 
+@pytest.mark.airflow
 def test_conn_id_reads_the_airflow_connection(wh, capsys, monkeypatch):
     tmp, _ = wh
     monkeypatch.delenv("PAIMON_WAREHOUSE")

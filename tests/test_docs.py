@@ -31,9 +31,15 @@ def test_mkdocs_build_strict(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# docs/library.md's snippets build on each other: tests/format/test_library_doc.py runs them in order.
-@pytest.mark.parametrize("page, index, code", _blocks(PYTHON_BLOCK, [p for p in DOCS if p.name != "library.md"]),
-                         ids=lambda v: str(v)[:40])
+def _snippets() -> list:
+    """Every python block but library.md's (they build on each other: tests/format/test_library_doc.py runs them
+    in order); a block that imports Airflow is an `airflow` test, as slow as the others that do."""
+    return [pytest.param(page, index, code, marks=[pytest.mark.airflow] if re.search(r"^\s*(from|import) airflow\b",
+                                                                                       code, re.M) else [])
+            for page, index, code in _blocks(PYTHON_BLOCK, [p for p in DOCS if p.name != "library.md"])]
+
+
+@pytest.mark.parametrize("page, index, code", _snippets(), ids=lambda v: str(v)[:40])
 def test_python_snippets_run(page, index, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{page}[{index}]", "exec"), {"__name__": "__docs__"})

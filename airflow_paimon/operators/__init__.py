@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_paimon.operators.expire import ExpireSnapshotsOperator
-from airflow_paimon.operators.tags import CreateTagOperator, DeleteTagOperator, RollbackOperator
+from airflow_paimon.operators.rollback import RollbackOperator
+from airflow_paimon.operators.tags import CreateTagOperator, DeleteTagOperator
 
 if TYPE_CHECKING:
     from airflow_paimon.operators.maintenance import CompactOperator, RemoveOrphanFilesOperator
