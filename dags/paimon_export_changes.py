@@ -24,7 +24,8 @@ from airflow_paimon.operators import CreateTagOperator, ExportChangesOperator
 from airflow_paimon.sensors import TagTimeSensor
 from airflow_paimon.timetables import TagPeriodTimetable
 
-TABLE_ARGS = {"table": "{{ params.table }}", "paimon_conn_id": "{{ params.paimon_conn_id }}"}
+TABLE = "{{ params.table }}"
+CONN_ID = "{{ params.paimon_conn_id }}"
 
 with DAG(
     dag_id="paimon_export_changes",
@@ -43,13 +44,14 @@ with DAG(
     tags=["paimon", "changes"],
     doc_md=__doc__,
 ) as dag:
-    wait_until_due = TagTimeSensor(task_id="wait_until_due", deferrable=True, poke_interval=60,
-                                   timeout=timedelta(days=1), **TABLE_ARGS)
-    create_tag = CreateTagOperator(task_id="create_tag", max_active_tis_per_dag=1, **TABLE_ARGS)
+    wait_until_due = TagTimeSensor(task_id="wait_until_due", table=TABLE, paimon_conn_id=CONN_ID, deferrable=True,
+                                   poke_interval=60, timeout=timedelta(days=1))
+    create_tag = CreateTagOperator(task_id="create_tag", table=TABLE, paimon_conn_id=CONN_ID, max_active_tis_per_dag=1)
     export = ExportChangesOperator(
         task_id="export_changes",
+        table=TABLE,
+        paimon_conn_id=CONN_ID,
         period=True,
         path="{{ params.path }}/{{ params.table }}/{{ data_interval_start | ds }}",
-        **TABLE_ARGS,
     )
     wait_until_due >> create_tag >> export

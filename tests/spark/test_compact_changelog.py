@@ -60,7 +60,7 @@ def test_spark_compaction_writes_the_library_compactions_changelog(spark, tmp_pa
     assert result["status"] == "committed" and result["snapshot_id"] == snap.id == before + 1
     spark_table = Catalog(spark_wh).get_table("db.t")
     committed = spark_table.snapshot(snap.id)
-    assert committed.commit_kind == "COMPACT" and committed.changelog_record_count > 0
+    assert committed.commit_kind == "COMPACT" and (committed.changelog_record_count or 0) > 0
 
     want = changelog(library, before)
     assert want and {r[2] for r in want} >= {"update_preimage", "update_postimage", "insert", "delete"}
