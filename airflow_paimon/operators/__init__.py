@@ -1,6 +1,6 @@
 """Operators of the Paimon provider.
 
-The tag and expiry operators run in the worker; the merge, compaction and orphan-cleanup operators submit
+The tag, expiry and change-export operators run in the worker; the merge, compaction and orphan-cleanup operators submit
 Spark applications and are imported on first use (so that DAGs using only the former do not load the Spark
 provider).
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_paimon.operators.changes import ExportChangesOperator
 from airflow_paimon.operators.expire import ExpireSnapshotsOperator
 from airflow_paimon.operators.rollback import RollbackOperator
 from airflow_paimon.operators.tags import CreateTagOperator, DeleteTagOperator
@@ -28,6 +29,7 @@ __all__ = [
     "CreateTagOperator",
     "DeleteTagOperator",
     "ExpireSnapshotsOperator",
+    "ExportChangesOperator",
     "MergeIncrementalOperator",
     "RemoveOrphanFilesOperator",
     "RollbackOperator",

@@ -3,7 +3,9 @@
 The driver plans which buckets need compaction (all, or those of the given partitions), the tasks compact them
 with ``airflow_paimon.format.compact`` (full compaction of primary-key buckets into the top level; small-file
 merging for append tables), one bucket per task at a time, and the driver makes ONE commit of kind COMPACT.
-Old files stay on disk for older snapshots and tags.
+Old files stay on disk for older snapshots and tags. On a ``lookup`` or ``full-compaction`` table each task also
+writes the changelog of its bucket, exactly as the library's compaction (``table.maintenance.compact``), and the
+commit lists it; ``full-compaction.delta-commits`` does not apply, since a compaction asked for always runs.
 
 Arguments (``--spec`` JSON or flags): target, warehouse, options, partitions (list of {column: value}),
 commit_user, commit_identifier, num_tasks, target_file_size (bytes).
@@ -51,7 +53,10 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     ident = None if spec.get("commit_identifier") is None else count(spec["commit_identifier"], "commit_identifier",
                                                                       minimum=None)
     result: dict[str, Any] = {"target": table.identifier, "commit_user": user, "commit_identifier": ident}
-    tx = table.transaction(commit_id=CommitId.of(user, ident), kind="COMPACT", commit_user=user)
+    # compact_split writes the changelog a lookup or full-compaction table owes for what it merges (in each
+    # message's changelog_files), so the commit declares the table's producer as the library's compaction does
+    tx = table.transaction(commit_id=CommitId.of(user, ident), kind="COMPACT", commit_user=user,
+                           changelog=table.core_options.changelog_producer)
     existing = tx.already_committed
     if existing is not None:
         result.update(status="already_committed", snapshot_id=existing.id,

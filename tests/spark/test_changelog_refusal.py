@@ -1,5 +1,6 @@
-"""The Spark merge and compaction applications write no changelog yet: on a table whose changelog-producer asks for
-one, they are refused before they start a Spark job or write a file, instead of committing without changelog."""
+"""The Spark merge application writes no changelog yet: on a table whose changelog-producer asks for one of its
+commits, it is refused before it starts a Spark job or writes a file, instead of committing without changelog.
+The Spark compaction writes the changelog (tests/spark/test_compact_changelog.py) and is not refused."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from airflow_paimon.format import Catalog
 from airflow_paimon.format.errors import UnsupportedTableError
-from airflow_paimon.spark.compact_app import run_compaction
 from airflow_paimon.spark.merge import run_merge
 from tests.format.upkeep_helpers import tree_digest
 
@@ -19,10 +19,8 @@ def no_spark():
     raise AssertionError("the refusal must come before any Spark session is needed")
 
 
-@pytest.mark.parametrize("producer,merge_refused,compaction_refused", [
-    ("input", True, False), ("lookup", True, True), ("full-compaction", False, True)])
-def test_spark_applications_are_refused_where_they_owe_changelog(tmp_path, producer, merge_refused,
-                                                                  compaction_refused):
+@pytest.mark.parametrize("producer", ["input", "lookup"])
+def test_spark_merge_is_refused_where_it_owes_changelog(tmp_path, producer):
     wh = str(tmp_path / "wh")
     catalog = Catalog(wh)
     catalog.create_database("db")
@@ -30,10 +28,6 @@ def test_spark_applications_are_refused_where_they_owe_changelog(tmp_path, produ
     t.write(pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array([1, 2], pa.int64())}))
     before = tree_digest(t.path)
     merge = {"target": "db.t", "warehouse": wh, "source": str(tmp_path / "missing.parquet"), "on": "id"}
-    if merge_refused:
-        with pytest.raises(UnsupportedTableError, match=f"changelog-producer is '{producer}'"):
-            run_merge(no_spark, merge)
-    if compaction_refused:
-        with pytest.raises(UnsupportedTableError, match=f"changelog-producer is '{producer}'"):
-            run_compaction(None, {"target": "db.t", "warehouse": wh})
+    with pytest.raises(UnsupportedTableError, match=f"changelog-producer is '{producer}'"):
+        run_merge(no_spark, merge)
     assert tree_digest(t.path) == before
