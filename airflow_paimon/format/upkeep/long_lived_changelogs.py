@@ -38,10 +38,22 @@ class LongLivedChangelogs:
     def keep(self, snapshot_path: str, changelog_id: int) -> None:
         """Leave an expiring snapshot behind as a changelog: its file's own bytes (the JSON Paimon wrote, every
         field kept), then the LATEST hint, as Paimon's snapshot expiry does before deleting the snapshot file.
-        A changelog of that id already there (an earlier run stopped after writing it) is left as it is."""
+        A changelog of that id already there (an earlier run stopped after writing it) is left as it is.
+        Beyond Paimon, the first changelog also gets an EARLIEST hint: pypaimon's ChangelogManager reads only
+        the hint, where Paimon falls back to listing the directory (also when the hint names a changelog gone)."""
         if not self.io.exists(self.path(changelog_id)):
             self.io.create_exclusive(self.path(changelog_id), self.io.read_text(snapshot_path).encode())
         self.latest_hint(changelog_id)
+        earliest = self.hint("EARLIEST")
+        if earliest is None or not self.io.exists(self.path(earliest)):
+            self.earliest_hint(changelog_id)
+
+    def hint(self, name: str) -> int | None:
+        try:
+            text = self.io.read_text(f"{self.dir}/{name}").strip()
+        except FileNotFoundError:
+            return None
+        return int(text) if text.lstrip("-").isdigit() else None
 
     def latest_hint(self, changelog_id: int) -> None:
         self.io.write_bytes(f"{self.dir}/LATEST", str(changelog_id).encode())
