@@ -1,4 +1,4 @@
-"""Snapshot expiry: Paimon's retention rules, deleting only what no retained snapshot and no tag uses."""
+"""Snapshot expiry: Paimon's retention rules, deleting only what no retained snapshot, tag or changelog uses."""
 
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = N
     `max_deletes` oldest, and the snapshot after it was committed before `older_than` (a point in time, or a
     duration before now; default: now - `snapshot.time-retained`); snapshots beyond the `retain_max` newest
     expire regardless of their age.
+
+    When the table's changelog outlives its snapshots (changelog_policy.py), each expired snapshot is left
+    behind as a long-lived changelog and changelog expiry runs right after, as Paimon's commit runs both.
     """
     overrides = {"retain_min": retain_min, "retain_max": retain_max, "older_than": older_than,
                  "max_deletes": max_deletes}
