@@ -80,7 +80,16 @@ def test_decoupled_expiry_keeps_exactly_the_changelog_files_retained_changelogs_
     reads = snapshot_reads(t)
     feed_before = _feed(t, 2, 6)
     snapshot_texts = {i: open(t.snapshot_manager.path(i)).read() for i in range(1, 5)}
+    digest = tree_digest(t.path)
+    plan = t.maintenance.expire_snapshots(older_than=FUTURE, now=FUTURE, dry_run=True)
+    assert tree_digest(t.path) == digest
     res = t.maintenance.expire_snapshots(older_than=FUTURE, now=FUTURE)
+    assert sorted(res.data_files) == sorted(plan.data_files)
+    assert sorted(res.changelog_files) == sorted(plan.changelog_files)
+    assert set(plan.changelog_files) == before[1] | before[2]
+    # The dry run lists every file the run deletes but the changelog files the run itself writes, then deletes.
+    assert set(res.metadata_files) - set(plan.metadata_files) == {f"{t.path}/changelog/changelog-{i}" for i in (1, 2)}
+    assert set(plan.metadata_files) <= set(res.metadata_files)
     assert res.snapshots == [1, 2, 3, 4]
     # Changelog expiry ran in the same call: at least 4 counted back from the latest snapshot 6 stay (3..6).
     assert _changelog_dir(t) == ["EARLIEST", "LATEST", "changelog-3", "changelog-4"]
@@ -202,3 +211,30 @@ def test_feed_over_kept_changelog_equals_feed_before_expiry_with_deletes(tmp_pat
     t.maintenance.expire_snapshots(older_than=FUTURE)
     assert t.snapshot_manager.ids() == [3, 4]
     assert _feed(t, 0, 4) == before
+
+
+def test_expiry_of_both_waits_for_consumers(tmp_path):
+    t = _history(tmp_path, {**PRODUCER, "changelog.num-retained.max": "100", "changelog.num-retained.min": "1"})
+    t.consumers.create("reader", 3)
+    t.maintenance.expire_snapshots(older_than=FUTURE, now=FUTURE)
+    assert t.snapshot_manager.ids() == [3, 4, 5, 6]
+    assert [n for n in _changelog_dir(t) if n.startswith("changelog-")] == ["changelog-2"]   # the newest stays
+    assert {r[-1] for r in _feed(t, 1, 6)} == {2, 3, 4, 5, 6}   # snapshot 2 read from its changelog
+    t.consumers.delete("reader")
+    t.maintenance.expire_snapshots(older_than=FUTURE, now=FUTURE)
+    assert t.snapshot_manager.ids() == [5, 6]
+    assert [n for n in _changelog_dir(t) if n.startswith("changelog-")] == ["changelog-4"]
+
+
+def test_deleting_a_tag_keeps_what_long_lived_changelogs_use(tmp_path):
+    t = _history(tmp_path, {**PRODUCER, "changelog.num-retained.max": "100", "changelog.num-retained.min": "50"})
+    t.tags.create("t2", snapshot_id=2)
+    t.maintenance.expire_snapshots(older_than=FUTURE)
+    before = {i: _changelog_data_files(t, t.snapshot_manager.snapshot(i)) if t.snapshot_manager.exists(i)
+              else set() for i in (5, 6)}
+    kept = {i: _changelog_data_files(t, t.tags.get("t2").snapshot) for i in (2,)}
+    feed_before = _feed(t, 0, 6)
+    t.maintenance.delete_tag("t2")
+    assert kept[2] <= all_files(t.path)
+    assert _feed(t, 0, 6) == feed_before
+    assert all(files <= all_files(t.path) for files in before.values())

@@ -4,8 +4,9 @@ deleting only what no retained snapshot, tag or changelog uses."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
+from ..snapshot import Snapshot
 from ..values import now_millis
 from .changelog_policy import ChangelogPolicy
 from .long_lived_changelogs import LongLivedChangelogs
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def expire_changelogs(table: "Table", dry_run: bool = False, now: Any = None, progress: Progress | None = None,
-                      policy: ChangelogPolicy | None = None, consumer_next: int | None = None) -> CleanupResult:
+                      policy: ChangelogPolicy | None = None, consumer_next: int | None = None,
+                      pending: Mapping[int, Snapshot] | None = None) -> CleanupResult:
     """Delete the oldest long-lived changelogs beyond ``changelog.num-retained.min/max`` and
     ``changelog.time-retained`` (each defaulting to its ``snapshot.*`` option), with the files only they kept.
 
@@ -27,13 +29,17 @@ def expire_changelogs(table: "Table", dry_run: bool = False, now: Any = None, pr
     ``retain_min`` snapshots are newer, no consumer still reads it, it is among the ``snapshot.expire.limit``
     oldest, and it was itself committed more than ``time_retained`` before ``now``; changelogs before the
     ``retain_max`` newest ids go whatever their age. The newest changelog always stays (Paimon's bound).
+
+    ``pending`` (a dry run of snapshot expiry): snapshots that run would turn into changelogs, planned as if it
+    had (they count as changelogs, not as snapshots).
     """
     chosen = ChangelogPolicy.from_options(table.options()) if policy is None else policy
     threshold = now_millis(now) - chosen.time_retained // dt.timedelta(milliseconds=1)
     check_supported(table)
     result = CleanupResult("expire-changelogs", dry_run)
-    snaps = snapshot_roots(table)
-    changelogs = long_lived_changelogs(table)
+    pending = pending or {}
+    snaps = [r for r in snapshot_roots(table) if int(r.name) not in pending]
+    changelogs = {**long_lived_changelogs(table), **pending}
     if not snaps or not changelogs:
         return result
     latest = int(snaps[-1].name)

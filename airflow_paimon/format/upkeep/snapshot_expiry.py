@@ -63,16 +63,29 @@ def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = N
     result = expire_snapshots_only(table, rmin, rmax, limit, threshold, dry_run, progress,
                                    changelog_policy.decoupled)
     if changelog_policy.decoupled:  # as Paimon's commit runs them: changelog expiry right after snapshot expiry
-        merge_results(result, expire_changelogs(table, dry_run, now, progress, changelog_policy,
-                                                consumer_min_next(table, True)))
+        sm = table.snapshot_manager
+        pending = {sid: sm.snapshot(sid) for sid in result.snapshots} if dry_run else None
+        merge_results(table, result, expire_changelogs(table, dry_run, now, progress, changelog_policy,
+                                                       consumer_min_next(table, True), pending))
     return result
 
 
-def merge_results(into: CleanupResult, other: CleanupResult) -> None:
-    into.data_files += other.data_files
-    into.changelog_files += other.changelog_files
-    into.metadata_files += other.metadata_files
-    into.bytes_freed += other.bytes_freed
+def merge_results(table: "Table", into: CleanupResult, other: CleanupResult) -> None:
+    """Both steps in one result. A dry run's second step also lists files the first would delete (they still
+    exist): each is listed and counted once."""
+    if not into.dry_run:
+        into.data_files += other.data_files
+        into.changelog_files += other.changelog_files
+        into.metadata_files += other.metadata_files
+        into.bytes_freed += other.bytes_freed
+        return
+    listed = set(into.files)
+    fresh = {name: [p for p in getattr(other, name) if p not in listed]
+             for name in ("data_files", "changelog_files", "metadata_files")}
+    into.data_files += fresh["data_files"]
+    into.changelog_files += fresh["changelog_files"]
+    into.metadata_files += fresh["metadata_files"]
+    into.bytes_freed += sum(existing_sizes(table.io, [p for paths in fresh.values() for p in paths]).values())
 
 
 def expire_snapshots_only(table: "Table", rmin: int, rmax: int, limit: int, threshold: int, dry_run: bool,
