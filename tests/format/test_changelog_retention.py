@@ -13,7 +13,16 @@ import pytest
 from airflow_paimon.format.errors import InvalidValueError
 from airflow_paimon.format.upkeep.changelog_policy import ChangelogPolicy
 
-from .upkeep_helpers import FUTURE, all_files, check_all_readable, make_table, snapshot_reads, tree_digest, upsert
+from .upkeep_helpers import (
+    FUTURE,
+    FailAfter,
+    all_files,
+    check_all_readable,
+    make_table,
+    snapshot_reads,
+    tree_digest,
+    upsert,
+)
 
 PRODUCER = {"changelog-producer": "input", "snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2"}
 
@@ -238,3 +247,42 @@ def test_deleting_a_tag_keeps_what_long_lived_changelogs_use(tmp_path):
     assert kept[2] <= all_files(t.path)
     assert _feed(t, 0, 6) == feed_before
     assert all(files <= all_files(t.path) for files in before.values())
+
+
+def test_orphan_cleanup_keeps_the_lists_a_paimon_written_changelog_names(tmp_path):
+    """Paimon's expiry of a table without producer keeps an expired snapshot's base and delta lists for its
+    long-lived changelog: orphan cleanup must count them as used."""
+    t = _history(tmp_path, {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "2",
+                            "changelog.num-retained.min": "50", "changelog.num-retained.max": "50"})
+    sm = t.snapshot_manager
+    named = set()
+    os.makedirs(f"{t.path}/changelog", exist_ok=True)
+    for i in (1, 2, 3):
+        snap = sm.snapshot(i)
+        named |= {f"{t.path}/manifest/{snap.base_manifest_list}", f"{t.path}/manifest/{snap.delta_manifest_list}"}
+        with open(f"{t.path}/changelog/changelog-{i}", "w") as f:
+            f.write(open(sm.path(i)).read())
+        os.remove(sm.path(i))
+    with open(f"{t.path}/changelog/LATEST", "w") as f:
+        f.write("3")
+    res = t.maintenance.remove_orphan_files(older_than=FUTURE)
+    assert not set(res.paths) & named
+    assert named <= all_files(t.path)
+
+
+@pytest.mark.parametrize("crash_after", [0, 2, 5])
+def test_a_crash_in_decoupled_expiry_loses_no_changelog(tmp_path, monkeypatch, crash_after):
+    t = _history(tmp_path, {**PRODUCER, "changelog.num-retained.max": "100", "changelog.num-retained.min": "50"})
+    needed = set().union(*(_changelog_data_files(t, t.snapshot(i)) for i in range(1, 7)))
+    feed_before = _feed(t, 0, 6)
+    crash = FailAfter(monkeypatch, t.io, crash_after)
+    with pytest.raises(FailAfter.Crash):
+        t.maintenance.expire_snapshots(older_than=FUTURE)
+    assert needed <= all_files(t.path)
+    assert _feed(t, 0, 6) == feed_before
+    crash.undo()
+    t.maintenance.expire_snapshots(older_than=FUTURE)
+    assert needed <= all_files(t.path)
+    assert _feed(t, 0, 6) == feed_before
+    assert [n for n in _changelog_dir(t) if n.startswith("changelog-")] == [f"changelog-{i}" for i in range(1, 5)]
+    check_all_readable(t)
