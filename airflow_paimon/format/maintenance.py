@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .commit import CommitId
 from .compact import compact_split, plan_compaction
+from .upkeep.changelog_expiry import expire_changelogs
 from .upkeep.expire_policy import ExpirePolicy
 from .upkeep.orphans import remove_orphan_files
 from .upkeep.progress import Progress
 from .upkeep.results import CleanupResult, OrphanResult
 from .upkeep.rollback import rollback
-from .upkeep.snapshot_expiry import expire_snapshots
+from .upkeep.snapshot_expiry import consumer_min_next, expire_snapshots
 from .upkeep.tag_cleanup import delete_tags, expire_tags
 from .values import existing_tag_name
 
@@ -40,6 +41,14 @@ class TableMaintenance:
         built from both); see upkeep/snapshot_expiry.py."""
         return expire_snapshots(self.table, retain_min, retain_max, older_than, max_deletes, dry_run, now, progress,
                                 policy)
+
+    def expire_changelogs(self, dry_run: bool = False, *, now: Any = None,
+                          progress: Progress | None = None) -> CleanupResult:
+        """Delete the long-lived changelogs (`changelog/changelog-<id>`) beyond `changelog.num-retained.min/max`
+        and `changelog.time-retained`, with the files only they kept; see upkeep/changelog_expiry.py.
+        `expire_snapshots` already runs this after it on a table whose changelog outlives its snapshots."""
+        return expire_changelogs(self.table, dry_run, now, progress,
+                                 consumer_next=consumer_min_next(self.table, True))
 
     def expire_tags(self, now: Any = None, dry_run: bool = False, *,
                     progress: Progress | None = None) -> CleanupResult:

@@ -415,15 +415,6 @@ def test_progress_is_reported(churn):
     assert "deleting expired snapshots: 9/9" in text and "deleting data files" in text
 
 
-def test_decoupled_changelog_tables_are_refused(tmp_path):
-    t = make_table(tmp_path, options={"changelog.num-retained.max": "100"})
-    _commits(t, 3)
-    before = tree_digest(t.path)
-    with pytest.raises(UnsupportedTableError, match="changelog"):
-        t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
-    assert tree_digest(t.path) == before
-
-
 def test_union_of_live_sets_equals_per_snapshot_merges(churn):
     t = churn
     roots = [t.snapshot(i) for i in t.snapshot_manager.ids()] + [x.snapshot for x in t.tags.list()]

@@ -22,7 +22,14 @@ Every operation here follows one plan, stricter than Paimon's neighbour-based sk
 
 Modules: the shared core is `roots` (what keeps files alive), `file_index` (what a root references), `plan` (the
 live set over all kept roots, the plan and the ordered executor with its re-plan) and `results`; one module per
-rule: `snapshot_expiry`, `tag_cleanup`, `rollback`, `orphans`; `expire_policy` holds expiry's limits (table
-options plus overrides) and `progress` reports long operations on a terminal. Arguments are read by
+rule: `snapshot_expiry`, `changelog_expiry`, `tag_cleanup`, `rollback`, `orphans`; `expire_policy` holds
+expiry's limits (table options plus overrides), `changelog_policy` the changelog's (and whether it outlives the
+snapshots, as Paimon decides), `long_lived_changelogs` the `changelog/changelog-<id>` files and their hints, and
+`progress` reports long operations on a terminal.
+
+A long-lived changelog is a root that keeps alive only what a changelog read needs (`roots.changelog_keeps`: its
+changelog manifest list, or without one its delta list and the files that commit added); snapshot expiry of a
+table whose changelog outlives its snapshots adds the expired snapshots as such roots before planning, so their
+changelog files are never candidates. Arguments are read by
 `airflow_paimon.format.values`.
 """

@@ -12,7 +12,7 @@ from .file_index import FileIndex
 from .plan import Executor, remove_empty_dirs
 from .progress import Progress
 from .results import CleanupResult, OrphanFile, OrphanResult
-from .roots import Root, all_roots, check_supported, root_still_exists
+from .roots import Root, all_roots, check_supported, long_lived_changelogs, root_still_exists
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -49,6 +49,14 @@ def referenced_names(table: "Table", roots: Sequence[Root] | None = None,
         names.update(p.rsplit("/", 1)[-1] for p in meta)
     for m in manifests:
         names |= index.read_manifest(m, True).names
+    # A long-lived changelog names more than it keeps alive (its base list, index and statistics, which expiry
+    # may have deleted): whatever of that still exists is referenced too, as Paimon's orphan cleanup counts it.
+    for changelog in long_lived_changelogs(table).values():
+        names.update(p.rsplit("/", 1)[-1] for p in index.metadata(changelog, strict=False))
+        for m in index.data_manifests(changelog, strict=False) + index.changelog_manifests(changelog, strict=False):
+            refs = index.read_manifest(m, False)
+            if refs is not None:
+                names |= refs.names
     return names
 
 

@@ -9,6 +9,7 @@ from ..snapshot import Snapshot
 from ..tag_file import Tag, replace_extra, same_snapshot
 from ..time_travel import snapshot_at, utc_text
 from ..values import count, epoch_millis, now_millis
+from .long_lived_changelogs import LongLivedChangelogs
 from .plan import existing_sizes, remove_roots_and_files
 from .progress import Progress
 from .results import CleanupResult
@@ -71,7 +72,8 @@ def rollback(table: "Table", to_tag: Any = None, to_snapshot: Any = None, to_tim
              dry_run: bool = False, progress: Progress | None = None, now: Any = None) -> CleanupResult:
     """Make the snapshot of a tag, a snapshot id or a point in time the latest again.
 
-    Newer snapshots and newer tags are deleted, with the files only they used. A tag whose snapshot expired is
+    Newer snapshots, newer tags and newer long-lived changelogs are deleted (as Paimon's RollbackHelper does),
+    with the files only they used. A tag whose snapshot expired is
     written back as that snapshot (as Paimon does). A time is resolved exactly (see time_travel.py): when the
     snapshot current then has expired and no tag provably holds it, the rollback is refused, since rolling back
     to an older tag would also remove commits made after it that the caller did not name.
@@ -96,16 +98,20 @@ def rollback(table: "Table", to_tag: Any = None, to_snapshot: Any = None, to_tim
     newer = sorted((r for r in snaps if int(r.name) > target.id), key=lambda r: -int(r.name))
     tags = tag_roots(table)
     newer_tags = [r for r in tags if r.snapshot.id > target.id]
-    removed = newer + newer_tags
+    changelogs = changelog_roots(table)
+    newer_changelogs = sorted((r for r in changelogs if int(r.name) > target.id), key=lambda r: -int(r.name))
+    removed = newer + newer_tags + newer_changelogs
     kept = [r for r in snaps if int(r.name) <= target.id] + [r for r in tags if r.snapshot.id <= target.id] + \
-        changelog_roots(table)
+        [r for r in changelogs if int(r.name) <= target.id]
     if restore:
         kept.append(Root("snapshot", str(target.id), target))
     result.snapshots = [int(r.name) for r in newer]
     result.tags = sorted(r.name for r in newer_tags)
-    root_files = existing_sizes(table.io, [sm.path(int(r.name)) for r in newer] + [tm.path(r.name) for r in newer_tags])
-    result.metadata_files = [p for p in [sm.path(int(r.name)) for r in newer] +
-                             [tm.path(r.name) for r in newer_tags] if p in root_files]
+    cm = LongLivedChangelogs(table)
+    paths = [sm.path(int(r.name)) for r in newer] + [tm.path(r.name) for r in newer_tags] + \
+        [cm.path(int(r.name)) for r in newer_changelogs]
+    root_files = existing_sizes(table.io, paths)
+    result.metadata_files = [p for p in paths if p in root_files]
     result.bytes_freed = sum(root_files.values())
 
     def delete_roots() -> None:
@@ -124,7 +130,14 @@ def rollback(table: "Table", to_tag: Any = None, to_snapshot: Any = None, to_tim
                     raise PaimonError(f"snapshot {target.id} appeared concurrently; rollback stopped before "
                                       "deleting any snapshot")
             sm.forget(target.id)
-        # 3. Newer snapshots, newest first: a crash leaves a shorter, consistent history.
+        # 3. Long-lived changelogs newer than the target, newest first, with Paimon's LATEST hint (-1 when none
+        #    stays): a change feed must not read changes of commits rolled back.
+        if newer_changelogs:
+            remaining_changelogs = [r for r in changelogs if int(r.name) <= target.id]
+            cm.latest_hint(target.id if remaining_changelogs else -1)
+        for r in newer_changelogs:
+            table.io.delete(cm.path(int(r.name)))
+        # 4. Newer snapshots, newest first: a crash leaves a shorter, consistent history.
         for i, r in enumerate(newer):
             table.io.delete(sm.path(int(r.name)))
             sm.forget(int(r.name))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import SnapshotNotFoundError, UnsupportedTableError
-from ..snapshot import Snapshot, read_snapshot_file
+from ..snapshot import Snapshot
+from .long_lived_changelogs import LongLivedChangelogs
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -46,18 +47,36 @@ def tag_roots(table: "Table") -> list[Root]:
     return [Root("tag", t.name, t.snapshot) for t in table.tags.list()]
 
 
-def changelog_roots(table: "Table") -> list[Root]:
-    """Paimon's long-lived changelogs (`changelog/changelog-<id>`): kept, never removed here."""
-    out = []
-    cdir = f"{table.path}/changelog"
-    for info in table.io.list_dir(cdir):
-        name = info.path.rsplit("/", 1)[-1]
-        if name.startswith("changelog-") and name[10:].isdigit():
-            try:
-                out.append(Root("changelog", name[10:], read_snapshot_file(table.io, info.path, "changelog")))
-            except FileNotFoundError:
-                continue
+def changelog_keeps(changelog: Snapshot) -> Snapshot:
+    """What a long-lived changelog keeps alive once its snapshot expired: its changelog manifest list (and the
+    changelog files it lists) when it has one, else its delta manifest list (and the files that commit added,
+    which a changelog-mode read of a table without producer takes as its changelog). Its data files as a whole
+    snapshot, its index and statistics files are left to snapshot expiry, as Paimon's ChangelogDeletion does."""
+    if changelog.changelog_manifest_list:
+        return replace(changelog, base_manifest_list="", delta_manifest_list="", index_manifest=None,
+                       statistics=None)
+    return replace(changelog, base_manifest_list="", index_manifest=None, statistics=None)
+
+
+def changelog_root(changelog_id: int, changelog: Snapshot) -> Root:
+    return Root("changelog", str(changelog_id), changelog_keeps(changelog))
+
+
+def long_lived_changelogs(table: "Table") -> dict[int, Snapshot]:
+    """id -> the long-lived changelog file (`changelog/changelog-<id>`) as written, every list it names."""
+    files = LongLivedChangelogs(table)
+    out = {}
+    for cid in files.ids():
+        try:
+            out[cid] = files.read(cid)
+        except FileNotFoundError:
+            continue
     return out
+
+
+def changelog_roots(table: "Table") -> list[Root]:
+    """Paimon's long-lived changelogs, each as the part of it that upkeep keeps alive (changelog_keeps)."""
+    return [changelog_root(cid, snap) for cid, snap in long_lived_changelogs(table).items()]
 
 
 def all_roots(table: "Table") -> list[Root]:
