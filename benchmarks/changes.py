@@ -12,8 +12,9 @@ fastest of --repeat, with its baseline in the same run:
 * lookup upsert: ``table.write(increment)`` on a ``changelog-producer=lookup`` table, against the same write on a
   ``none`` table (each on a fresh copy of the table); and the lookup upsert of the same number of rows on a
   --small-rows history, for its growth with the history;
-* memory: reading all N inserts of the history's commit as a changelog range batch by batch: the largest growth
-  of pyarrow's allocated bytes and of the process's resident memory while iterating, against the range's size.
+* memory: reading all N inserts of the history's commit as a changelog range batch by batch, in a new process:
+  the largest growth of pyarrow's allocated bytes and of the process's resident memory while iterating (from
+  before the first batch), against the range's size in Arrow.
 
 Not a test: prints one table of measurements and ratios, the targets beside them.
 """
@@ -21,8 +22,10 @@ Not a test: prints one table of measurements and ratios, the targets beside them
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -114,6 +117,14 @@ def feed_memory(table: Table, start: int, end: int) -> tuple[int, int, int, int,
     return n, size, largest, peak_alloc, peak_rss
 
 
+def feed_memory_fresh(warehouse: str, start: int, end: int) -> tuple[int, int, int, int, int]:
+    """`feed_memory` in a new process, so that its resident memory holds nothing of the tables written here."""
+    proc = subprocess.run([sys.executable, __file__, "--feed-memory", warehouse, str(start), str(end)],
+                          capture_output=True, text=True, check=True)
+    n, size, largest, alloc, rss = json.loads(proc.stdout.splitlines()[-1])
+    return n, size, largest, alloc, rss
+
+
 def upsert_times(work: Path, name: str, producer: str, hist: pa.Table, incr: pa.Table, buckets: int,
                  repeat: int) -> float:
     """The fastest write of `incr` on a fresh copy of a table holding `hist`."""
@@ -142,7 +153,14 @@ def main() -> None:
     ap.add_argument("--small-rows", type=int, default=None, help="the smaller history of the growth (default N/10)")
     ap.add_argument("--buckets", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
+    ap.add_argument("--feed-memory", nargs=3, metavar=("WAREHOUSE", "START", "END"),
+                    help="only measure the memory of reading this range of bench.feed (run by the benchmark itself)")
     args = ap.parse_args()
+    if args.feed_memory:
+        warehouse, start, end = args.feed_memory
+        table = Catalog(warehouse).get_table("bench.feed")
+        print(json.dumps(feed_memory(table, int(start), int(end))))
+        return
     n, buckets, repeat = args.rows, args.buckets, args.repeat
     small = args.small_rows or max(n // 10, 100)
     size = max(n // 100, 2)
@@ -161,8 +179,7 @@ def main() -> None:
         print(f"N={n:,}: input table written in {time.perf_counter() - t0:.1f} s; increment {incr.num_rows:,} rows",
               flush=True)
 
-        # The feed's memory first, while the process holds little else of pyarrow's.
-        mem_rows, mem_size, mem_batch, mem_alloc, mem_rss = feed_memory(table, 0, first.id)
+        mem_rows, mem_size, mem_batch, mem_alloc, mem_rss = feed_memory_fresh(str(work / "wh"), 0, first.id)
         assert mem_rows == n, mem_rows
 
         paths = changelog_paths(table, second.id)
