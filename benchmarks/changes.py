@@ -1,0 +1,227 @@
+"""Benchmark: the change feed and the changelog producers, against plain pyarrow reads of the same files.
+
+    .venv/bin/python benchmarks/changes.py [--rows 10000000] [--small-rows 1000000] [--buckets 8] [--repeat 3]
+
+History: N rows (int64 ``id`` key, two strings, a double) in primary-key tables of --buckets buckets, written in
+one commit. Increment: N/100 rows, half updates of ids spread over the history, half new ids. Measured, each the
+fastest of --repeat, with its baseline in the same run:
+
+* changelog feed: ``table.changes(before, after, mode="changelog")`` of the increment's commit on a
+  ``changelog-producer=input`` table, against ``pq.read_table`` of the changelog files that commit lists;
+* diff: ``mode="diff"`` between two tags that share all files but the increment's, against that changelog read;
+* lookup upsert: ``table.write(increment)`` on a ``changelog-producer=lookup`` table, against the same write on a
+  ``none`` table (each on a fresh copy of the table); and the lookup upsert of the same number of rows on a
+  --small-rows history, for its growth with the history;
+* memory: reading all N inserts of the history's commit as a changelog range batch by batch, in a new process:
+  the largest growth of pyarrow's allocated bytes and of the process's resident memory while iterating (from
+  before the first batch), against the range's size in Arrow.
+
+Not a test: prints one table of measurements and ratios, the targets beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from airflow_paimon.format import Catalog  # noqa: E402
+from airflow_paimon.format.table import Table  # noqa: E402
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("city", pa.string()), ("amount", pa.float64())])
+
+
+def _strings(prefix: str, values: np.ndarray) -> pa.Array:
+    prefixes = pa.array(np.full(len(values), prefix))
+    return pc.binary_join_element_wise(prefixes, pc.cast(pa.array(values), pa.string()), "")
+
+
+def rows(ids: np.ndarray, version: int, rng: np.random.Generator) -> pa.Table:
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "name": _strings(f"customer-v{version}-", ids),
+        "city": _strings("city-", ids % 997),
+        "amount": pa.array(rng.random(len(ids)) * 1000 + version),
+    }, schema=SCHEMA)
+
+
+def history(n: int) -> pa.Table:
+    rng = np.random.default_rng(n)
+    return rows(rng.permutation(n).astype(np.int64), 0, rng)
+
+
+def increment(n: int, size: int, seed: int = 1) -> pa.Table:
+    """`size` rows: half updates of ids spread over [0, n), half new ids."""
+    rng = np.random.default_rng(seed)
+    upd = rng.choice(n, size // 2, replace=False).astype(np.int64)
+    ins = np.arange(n, n + size - size // 2, dtype=np.int64)
+    data = pa.concat_tables([rows(upd, 1, rng), rows(ins, 1, rng)])
+    return data.take(pa.array(rng.permutation(data.num_rows)))
+
+
+def best(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def new_table(warehouse: str, name: str, producer: str, buckets: int) -> Table:
+    cat = Catalog(warehouse)
+    cat.create_database("bench", ignore_if_exists=True)
+    return cat.create_table(f"bench.{name}", SCHEMA, primary_keys=["id"],
+                            options={"bucket": str(buckets), "changelog-producer": producer})
+
+
+def changelog_paths(table: Table, snapshot_id: int) -> list[str]:
+    codec = table.partition_codec
+    return [table.data_file_path(codec.from_bytes(e.partition), e.bucket, e.file)
+            for e in table.changelog_entries(table.snapshot(snapshot_id))]
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def feed_memory(table: Table, start: int, end: int) -> tuple[int, int, int, int, int]:
+    """(rows, range bytes, largest batch bytes, peak growth of pyarrow's allocation, peak growth of RSS)."""
+    base_alloc, base_rss = pa.total_allocated_bytes(), rss_bytes()
+    peak_alloc = peak_rss = 0
+    n = size = largest = 0
+    for batch in table.changes(start, end, mode="changelog"):
+        n += batch.num_rows
+        size += batch.nbytes
+        largest = max(largest, batch.nbytes)
+        peak_alloc = max(peak_alloc, pa.total_allocated_bytes() - base_alloc)
+        peak_rss = max(peak_rss, rss_bytes() - base_rss)
+        del batch
+    return n, size, largest, peak_alloc, peak_rss
+
+
+def feed_memory_fresh(warehouse: str, start: int, end: int) -> tuple[int, int, int, int, int]:
+    """`feed_memory` in a new process, so that its resident memory holds nothing of the tables written here."""
+    proc = subprocess.run([sys.executable, __file__, "--feed-memory", warehouse, str(start), str(end)],
+                          capture_output=True, text=True, check=True)
+    n, size, largest, alloc, rss = json.loads(proc.stdout.splitlines()[-1])
+    return n, size, largest, alloc, rss
+
+
+def upsert_times(work: Path, name: str, producer: str, hist: pa.Table, incr: pa.Table, buckets: int,
+                 repeat: int) -> float:
+    """The fastest write of `incr` on a fresh copy of a table holding `hist`."""
+    source = str(work / f"wh-{name}")
+    new_table(source, name, producer, buckets).write(hist)
+    copy = work / f"wh-{name}-copy"
+
+    def fresh() -> None:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source, copy)
+
+    def write() -> None:
+        Catalog(str(copy)).get_table(f"bench.{name}").write(incr)
+
+    seconds = best(write, repeat, fresh)
+    table = Catalog(str(copy)).get_table(f"bench.{name}")
+    assert table.read(columns=["id"]).num_rows == hist.num_rows + incr.num_rows - incr.num_rows // 2
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.rmtree(source, ignore_errors=True)
+    return seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000_000, help="rows of history (N)")
+    ap.add_argument("--small-rows", type=int, default=None, help="the smaller history of the growth (default N/10)")
+    ap.add_argument("--buckets", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
+    ap.add_argument("--feed-memory", nargs=3, metavar=("WAREHOUSE", "START", "END"),
+                    help="only measure the memory of reading this range of bench.feed (run by the benchmark itself)")
+    args = ap.parse_args()
+    if args.feed_memory:
+        warehouse, start, end = args.feed_memory
+        table = Catalog(warehouse).get_table("bench.feed")
+        print(json.dumps(feed_memory(table, int(start), int(end))))
+        return
+    n, buckets, repeat = args.rows, args.buckets, args.repeat
+    small = args.small_rows or max(n // 10, 100)
+    size = max(n // 100, 2)
+    print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-changes-"))
+    try:
+        hist, incr = history(n), increment(n, size)
+        t0 = time.perf_counter()
+        table = new_table(str(work / "wh"), "feed", "input", buckets)
+        first = table.write(hist)
+        assert first is not None
+        table.create_tag("before")
+        second = table.write(incr)
+        assert second is not None
+        table.create_tag("after")
+        print(f"N={n:,}: input table written in {time.perf_counter() - t0:.1f} s; increment {incr.num_rows:,} rows",
+              flush=True)
+
+        mem_rows, mem_size, mem_batch, mem_alloc, mem_rss = feed_memory_fresh(str(work / "wh"), 0, first.id)
+        assert mem_rows == n, mem_rows
+
+        paths = changelog_paths(table, second.id)
+        assert paths, "the increment's commit lists no changelog files"
+        t_plain = best(lambda: pa.concat_tables([pq.read_table(p) for p in paths]), repeat)
+        feed = table.changes(first.id, second.id, mode="changelog").read_all()
+        assert feed.num_rows == incr.num_rows, feed.num_rows
+        t_feed = best(lambda: table.changes(first.id, second.id, mode="changelog").read_all(), repeat)
+        diff = table.changes("before", "after", mode="diff").read_all()
+        assert diff.num_rows == incr.num_rows + incr.num_rows // 2, diff.num_rows   # update = before + after
+        t_diff = best(lambda: table.changes("before", "after", mode="diff").read_all(), repeat)
+        del feed, diff
+
+        t_none = upsert_times(work, "none", "none", hist, incr, buckets, repeat)
+        t_lookup = upsert_times(work, "lookup", "lookup", hist, incr, buckets, repeat)
+        del hist
+        small_hist = history(small)
+        t_lookup_small = upsert_times(work, "lookup-small", "lookup", small_hist, increment(small, size), buckets,
+                                      repeat)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    out = [
+        ("pyarrow read of the commit's changelog files", t_plain, 1.0, "baseline"),
+        ("changes(mode='changelog') of that commit", t_feed, t_feed / t_plain, "target <= 2.0x"),
+        ("changes(mode='diff') between the two tags", t_diff, t_diff / t_feed, "target <= 3.0x of the changelog read"),
+        ("upsert, changelog-producer=none", t_none, 1.0, "baseline"),
+        ("upsert, changelog-producer=lookup", t_lookup, t_lookup / t_none, "target <= 2.0x"),
+        (f"lookup upsert on {small:,} rows of history", t_lookup_small, 1.0, f"baseline of the growth to {n:,}"),
+        (f"lookup upsert on {n:,} rows of history", t_lookup, t_lookup / t_lookup_small, "target < 1.3x"),
+    ]
+    print(f"\nN={n:,} buckets={buckets} increment={size:,} rows (half updates) best of {repeat}; "
+          f"load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print(f"{'measurement':<50} {'seconds':>8} {'ratio':>7}  note")
+    for name, secs, ratio, note in out:
+        print(f"{name:<50} {secs:8.3f} {ratio:6.2f}x  {note}")
+    mib = 1024 * 1024
+    print(f"\nfeed of {mem_rows:,} inserts batch by batch: range {mem_size / mib:,.0f} MiB in Arrow, largest batch "
+          f"{mem_batch / mib:,.0f} MiB; peak growth while iterating: pyarrow allocation {mem_alloc / mib:,.0f} MiB "
+          f"({mem_alloc / mem_size:.2f}x of the range), resident memory {mem_rss / mib:,.0f} MiB "
+          f"({mem_rss / mem_size:.2f}x of the range)")
+
+
+if __name__ == "__main__":
+    main()
