@@ -5,27 +5,34 @@ table with a partition and 2 buckets, under each changelog producer (`none`, `in
 of the current history (a rollback cuts it; expiry only marks snapshots gone; a compaction repeats the previous
 rows), and after every step:
 
-* the latest read is the model's latest rows;
-* for a few drawn pairs of ends a < b (the empty table 0, retained snapshots and tags, given by id or tag name),
-  `table.changes(a, b, mode=m)` agrees with the model in every mode, or raises the library's error where the mode
+* the latest read is the model's latest rows; the retained snapshots and the tags are the model's;
+* for two drawn pairs of ends a < b (the empty table 0, any snapshot of the history by id, retained or expired,
+  and tags by name), `table.changes(a, b, mode=m)` agrees with the model (the first pair in `diff`, `delta` and
+  `changelog`, the second in one drawn mode, `auto` included), or raises the library's error where the mode
   cannot answer:
-  - `diff` is exactly the model's dict difference (deletes, inserts, update pre- and post-images), every row
-    stamped with b;
+  - `diff` (refused when an end expired and no tag holds it) is exactly the model's dict difference (deletes,
+    inserts, update pre- and post-images), every row stamped with b;
   - `delta` (refused when a snapshot of the range expired): its rows, applied in order with the merge engine's
     rule (the higher `sequence.field` wins, NULL lowest, a tie goes to the later row) to the rows at a, give
     the rows at b;
   - `changelog` (refused on a `none` table and when a snapshot of the range expired): for `input`, every input
-    row, applied as `delta`'s; for `lookup`, the exact changes: replayed strictly (a `-U`/`-D` names the row the
-    key holds, `+I`/`+U` set an absent key) they turn the rows at a into the rows at b; for `full-compaction`,
-    the same strict replay turns the rows of the last full compaction at or before a into those at or before b;
+    row, applied as `delta`'s; for `lookup` and `full-compaction`, exact changes written by COMPACT snapshots
+    (a lookup write's own COMPACT snapshot, or a full compaction): replayed strictly (a `-U`/`-D` names the row
+    the key holds, `+I`/`+U` set an absent key) they turn the rows described at a into those described at b.
+    Under `full-compaction` these are the rows of the last full compaction; under `lookup` the rows after the
+    last COMPACT snapshot, except that a rollback to a lookup write's APPEND snapshot leaves level-0 rows that
+    only the next write to their bucket (or a compaction) describes;
   - `auto` answers as the mode Paimon picks (`diff` between two tags, else the producer's changelog, else delta);
 * bad requests (start after end, an unknown tag, an unknown mode, a snapshot not yet committed) raise one line
   and change no byte of the table.
 
 Size: the same knobs as tests/format/test_model.py: PAIMON_MODEL_EXAMPLES (default 50) and PAIMON_MODEL_STEPS
-(default 50), derandomised unless PAIMON_MODEL_RANDOM=1. Each producer gets a fifth of the examples (at least
-one run) of STEPS steps, so `make test` runs 10 runs per producer and `make test-fast` (2 examples of 25 steps)
-one short run per producer.
+(default 50), derandomised unless PAIMON_MODEL_RANDOM=1. Each producer gets a tenth of the examples (at least
+two: the first run hypothesis draws is the trivial one) of STEPS steps, so `make test` runs 5 runs of 50 steps
+per producer and `make test-fast` (2 examples of 25 steps) 2 short runs per producer. What the runs did (steps
+by kind, answers and refusals by mode) is printed (`pytest -s`) and recorded as the `change_model_counts`
+property; from 5 runs on the test also checks that they refused and answered delta ranges, deleted present and
+absent keys, wrote one key twice in a write and restored a tag's expired snapshot by rollback.
 """
 
 from __future__ import annotations
