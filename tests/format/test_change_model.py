@@ -32,7 +32,7 @@ two: the first run hypothesis draws is the trivial one) of STEPS steps, so `make
 per producer and `make test-fast` (2 examples of 25 steps) 2 short runs per producer. What the runs did (steps
 by kind, answers and refusals by mode) is printed (`pytest -s`) and recorded as the `change_model_counts`
 property; from 5 runs on the test also checks that they refused and answered delta ranges, deleted present and
-absent keys, wrote one key twice in a write and restored a tag's expired snapshot by rollback.
+absent keys, wrote one key twice in a write and (derandomised) restored a tag's expired snapshot by rollback.
 """
 
 from __future__ import annotations
@@ -252,7 +252,9 @@ class ChangeModel(RuleBasedStateMachine):
 
     def rollback(self, draw) -> None:
         if self.tags and draw(st.booleans()):
-            name = draw(st.sampled_from(sorted(self.tags)))
+            # half the time a tag whose snapshot expired, when there is one: the rollback writes it back
+            expired = sorted(n for n, i in self.tags.items() if i not in self.retained)
+            name = draw(st.sampled_from(expired if expired and draw(st.booleans()) else sorted(self.tags)))
             sid = self.tags[name]
             result = self.table.maintenance.rollback(to_tag=name)
         else:
@@ -464,5 +466,7 @@ def test_change_model(producer: str, record_property) -> None:
     if examples >= 5:
         assert COUNTS.get("delta refused") and COUNTS.get("delta answered")
         assert COUNTS.get("delete of a present key") and COUNTS.get("delete of an absent key")
-        assert COUNTS.get("one key twice in a write") and COUNTS.get("rollback restoring a tag's snapshot")
+        assert COUNTS.get("one key twice in a write")
+        if not randomize:  # rare enough per run that new random runs may miss it
+            assert COUNTS.get("rollback restoring a tag's snapshot")
 
