@@ -37,8 +37,8 @@ test: $(STAMP)
 # kinds, so they are not even imported (collecting them imports Airflow).
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=25 $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e" \
+	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 $(BIN)/python -m pytest -n auto \
+		-m "not spark and not airflow and not interop and not e2e and not bench" \
 		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
 
 clean:

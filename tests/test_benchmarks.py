@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Each starts a Python process that builds tables: as slow as an end-to-end test, run by `make test` only.
+pytestmark = pytest.mark.bench
+
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS_AND_RATIO = re.compile(r"\s\d+\.\d{3}\s+\d+\.\d{2}x\s")
 

@@ -341,6 +341,7 @@ def test_options_reach_the_object_store_and_secrets_stay_hidden(capsys):
     assert "AKIDSECRET1" not in err + out and "TOPSECRET99" not in err + out
 
 
+@pytest.mark.airflow
 def test_connection_keys_are_used_and_never_printed(capsys, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_STORE", json.dumps({
         "conn_type": "paimon", "login": "AKIDSECRET2", "password": "TOPSECRET88",
