@@ -24,6 +24,7 @@ def _blocks(pattern: re.Pattern, pages: list[Path] = DOCS) -> list[tuple[str, in
     return out
 
 
+@pytest.mark.docs
 def test_mkdocs_build_strict(tmp_path):
     mkdocs = Path(sys.executable).parent / "mkdocs"
     proc = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
