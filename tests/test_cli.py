@@ -15,6 +15,7 @@ import pytest
 
 from airflow_paimon.cli import build_parser, main, parse_time, render_table
 
+from .cli_helpers import run
 from .format.upkeep_helpers import make_table, tree_digest, upsert
 
 FUTURE = "2100-01-01"
@@ -29,12 +30,6 @@ def wh(tmp_path, monkeypatch):
     t.maintenance.compact()
     monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path))
     return tmp_path, t
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_snapshots_table_and_json(wh, capsys):
