@@ -165,8 +165,8 @@ class CreateTagOperator(PaimonTableOperator):
     ``previous_tag`` and ``previous_snapshot_id`` (the nearest earlier periodic tag, as Paimon's
     ``incremental-to-auto-tag`` finds it: the period's changes are ``(previous_tag, tag]``; None for a named
     tag or the first period), ``table``, ``warehouse``, ``status`` (what happened to the tag: ``created``,
-    ``unchanged`` or ``replaced``), ``period_start``/``period_end`` (None for a named tag) and ``run_type`` (``backfill`` for
-    a backfilled period); see "Assets and scheduling" in the documentation.
+    ``unchanged`` or ``replaced``), ``period_start``/``period_end`` (None for a named tag) and ``run_type``
+    (``backfill`` for a backfilled period); see "Assets and scheduling" in the documentation.
 
     Checked when the DAG is parsed: ``table``, ``tag_name`` (not numeric, no path parts), ``snapshot_id``
     (a whole number >= 1), ``as_of`` (a point in time), ``time_retained`` (a positive duration), not both
