@@ -113,6 +113,9 @@ def test_every_dag_imports_cleanly_without_io(monkeypatch, tmp_path):
     parsed = {Path(dag.fileloc).name for dag in bag.dags.values()}
     assert files <= parsed, f"files without a DAG: {files - parsed}"
     assert {"paimon_daily_tags", "paimon_two_day_tags"} <= set(bag.dag_ids)
+    tagged = bag.dags["paimon_export_tagged_changes"]
+    assert [alias.name for alias in tagged.timetable.asset_condition.objects] == ["paimon_tags"]
+    assert [t.task_id for t in tagged.tasks] == ["tagged_period", "export_changes"]
     for dag_id in ("paimon_daily_tags", "paimon_two_day_tags"):
         dag = bag.dags[dag_id]
         assert dag.timetable.periodic and type(dag.timetable).__name__ == "TagPeriodTimetable"
