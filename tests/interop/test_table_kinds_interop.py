@@ -1,8 +1,9 @@
 """Metadata commands work on every kind of Paimon table pypaimon writes: a dynamic-bucket primary-key table
 (Paimon's default, with HASH index files), a deletion-vector table, a bucketed append table and a table with
 ARRAY/MAP/ROW columns (which this library also reads and writes). Expiry, tag expiry, orphan cleanup and
-rollback keep every file (index files included) that a retained snapshot or tag needs: pypaimon reads the same rows after each step, and writes on after a
-rollback. Reads and writes this library does not support are refused at the read or write, naming the option."""
+rollback keep every file (index files included) that a retained snapshot or tag needs: pypaimon reads the same
+rows after each step, and writes on after a rollback. Reads and writes this library does not support are refused
+at the read or write, naming the option."""
 
 from __future__ import annotations
 
