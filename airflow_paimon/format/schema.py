@@ -144,7 +144,9 @@ class TableSchema:
         for k in self.primary_keys:
             if k not in names:
                 raise InvalidOptionError(f"primary key {k!r} is not a column of {names}")
-        for what, keys in (("primary key", self.primary_keys), ("partition", self.partition_keys)):
+        bucket_key = tuple(k.strip() for k in str(self.options.get("bucket-key", "")).split(",") if k.strip())
+        for what, keys in (("primary key", self.primary_keys), ("partition", self.partition_keys),
+                           ("bucket-key", tuple(k for k in bucket_key if k in names))):
             for k in keys:
                 t = self.field(k).type
                 if is_nested(t):

@@ -138,7 +138,8 @@ class Table:
 
     @property
     def total_buckets(self) -> int:
-        return self.core_options.bucket if self.is_primary_key else -1
+        """Buckets of the table as manifest entries record them: the fixed number, or -1 (dynamic, unaware)."""
+        return self.core_options.bucket if self.is_primary_key or self.core_options.bucket >= 1 else -1
 
     @cached_property
     def partition_codec(self) -> PartitionCodec:

@@ -41,7 +41,7 @@ KINDS = [
     (True, {"file.compression": "lzo"}, None, None, "file.compression 'lzo'"),
     (False, {"data-evolution.enabled": "true", "row-tracking.enabled": "true"}, None,
      "data-evolution.enabled = true", "data-evolution"),
-    (False, {"bucket": "3", "bucket-key": "id"}, None, None, "bucketed append table \\(bucket = 3\\)"),
+    (False, {"bucket": "3"}, None, None, "bucketed append table \\(bucket = 3\\) without a bucket-key"),
     (True, {}, {"type": "MULTISET", "element": "STRING"}, "column 'v': nested type MULTISET<STRING>",
      "MULTISET<STRING>"),
     (True, {}, {"type": "MAP", "key": "STRING NOT NULL", "value": {"type": "MULTISET", "element": "INT"}},
