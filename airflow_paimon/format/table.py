@@ -146,7 +146,7 @@ class Table:
         names = self._schema.partition_keys
         return PartitionCodec(names, [self._schema.arrow_type(n) for n in names],
                               self.core_options.partition_default_name,
-                              [self._schema.field(n).type for n in names], self.core_options.partition_legacy_name)
+                              [str(self._schema.field(n).type) for n in names], self.core_options.partition_legacy_name)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         from .binary_row import EMPTY_ROW, serialize_row
