@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from ..binary_row import deserialize_row
 from ..compact import max_level
 from ..data_file import write_kv_file
+from ..kernels import semi_join
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..read import fill_partition, read_files
 from ..scan import Split
@@ -88,7 +89,7 @@ class Lookup:
         keys = sorted(set(zip(*[wanted.column(k).to_pylist() for k in key_names])))
         upper = self.read(partition, bucket, self._may_hold([f for f in files if f.level > 0], keys))
         if upper.num_rows:
-            upper = upper.join(wanted.group_by(key_names).aggregate([]), keys=key_names, join_type="left semi")
+            upper = semi_join(upper, wanted.group_by(key_names).aggregate([]), key_names)
         if table.core_options.ignore_delete:
             upper = upper.filter(pa.array(is_add(upper.column(VALUE_KIND))))
             level0 = level0.filter(pa.array(is_add(level0.column(VALUE_KIND))))

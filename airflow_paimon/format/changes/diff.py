@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..binary_row import deserialize_row
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from ..kernels import null_safe_equal, semi_join
 from ..manifest import DataFileMeta, ManifestEntry
 from ..read import read_split
 from ..scan import Split
@@ -64,14 +65,7 @@ def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names
 
 def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
     """Row-wise equality where two NULLs are equal."""
-    try:
-        raw: Any = pc.equal(a, b)
-        eq: Any = pc.fill_null(raw, False)
-        both_null: Any = pc.and_(pc.is_null(a), pc.is_null(b))
-        same: Any = pc.or_(eq, both_null)
-        return np.asarray(same.to_numpy(zero_copy_only=False), dtype=np.bool_)
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # nested types: compared as values
-        return np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+    return null_safe_equal(a, b)
 
 
 def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
@@ -170,4 +164,4 @@ def _only(state: pa.Table, changed: pa.Table, keys: list[str]) -> pa.Table:
     """The rows of `state` whose key changed (the state was read from part of the shared files only)."""
     if state.num_rows == 0:
         return state
-    return state.join(changed, keys, join_type="left semi").select(state.column_names)
+    return semi_join(state, changed, keys)
