@@ -45,7 +45,9 @@ def _open_commit(spec: MergeSpec, table: Table) -> tuple[Transaction, int | None
     `reapply_token` (default: now), which is looked for too, so that retrying a re-application is still
     exactly-once."""
     user, ident = spec.commit_user, spec.commit_identifier
-    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user)
+    # Every way of merging writes the changelog the target's producer asks for (tables/changelog.py).
+    producer = table.core_options.changelog_producer
+    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user, changelog=producer)
     existing = tx.already_committed
     if existing is not None and not spec.reapply:
         return tx, ident, MergeResult.already_committed(
@@ -56,7 +58,7 @@ def _open_commit(spec: MergeSpec, table: Table) -> tuple[Transaction, int | None
         token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
         if existing is not None or spec.reapply_token is not None:
             ident = reapply_identifier(tx.commit_id.identifier, token)
-            tx = table.transaction(commit_id=CommitId(tx.commit_id.user, ident))
+            tx = table.transaction(commit_id=CommitId(tx.commit_id.user, ident), changelog=producer)
             again = tx.already_committed
             if again is not None:
                 return tx, ident, MergeResult.already_committed(
