@@ -14,7 +14,7 @@ import pytest
 from airflow_paimon.format.consumers import ConsumerNotFoundError
 from airflow_paimon.format.errors import InvalidOptionError
 from airflow_paimon.spark.merge import run_merge
-from airflow_paimon.spark.merge.feed import FEED_PROPERTY
+from airflow_paimon.spark.merge.feed import FEED_PROPERTY, open_feed, reduce_feed
 
 pytestmark = pytest.mark.spark  # the merge application; no Spark job runs but one, which asks for it
 
@@ -98,6 +98,16 @@ def test_the_last_change_in_commit_order_wins_across_ranges(warehouse):
     assert again["status"] == "already_committed" and again["snapshot_id"] == result["snapshot_id"]
 
 
+def test_the_reduction_gives_the_same_rows_however_often_it_runs(warehouse):
+    src, _ = make_tables(warehouse, source_producer="input")
+    history(src)
+    feed = open_feed({"change_feed": "db.src", "start": 0}, warehouse)
+    once = reduce_feed(feed, ["id"])
+    assert reduce_feed(feed, ["id"], reduce_rows=1).to_pylist() == once.to_pylist()
+    assert sorted((r["id"], r["name"], r["_change"]) for r in once.to_pylist()) == [
+        (1, "a2", "+U"), (2, None, "-D"), (3, "c3", "+U"), (4, "d2", "+U"), (5, "e", "+U")]
+
+
 def test_a_consumer_advances_after_the_commit_and_a_second_run_reads_only_what_is_new(warehouse):
     src, dst = make_tables(warehouse, source_producer="input")
     src.write(rows([1, 2], ["a", "b"], [1.0, 2.0]))
@@ -129,10 +139,15 @@ def test_bad_change_feed_sources_change_nothing(warehouse):
     assert dst.latest_snapshot().id == before and content(dst) == [{"id": 9, "name": "z", "amount": 9.0}]
 
 
-def test_a_feed_too_big_for_the_driver_merges_on_spark(spark, warehouse):
-    src, dst = make_tables(warehouse, target_producer="none")
+def test_a_feed_too_big_for_the_driver_merges_on_spark_with_the_targets_changelog(spark, warehouse):
+    src, dst = make_tables(warehouse)
     history(src)
-    dst.write(rows([2, 7], ["old", "keep"], [0.0, 7.0]))
+    dst.write(rows([2, 3, 7], ["old", "old", "keep"], [0.0, 0.0, 7.0]))
+    before = dst.latest_snapshot().id
     result = merge(warehouse, {"change_feed": "db.src", "start": 0}, spark=spark, driver_bytes=0)
     assert result["status"] == "committed" and result["engine"] == "spark"
     assert content(dst) == content(src) + [{"id": 7, "name": "keep", "amount": 7.0}]
+    feed = dst.changes(before, dst.latest_snapshot().id).read_all()
+    assert sorted(zip(feed["id"].to_pylist(), feed["_change_type"].to_pylist())) == [
+        (1, "insert"), (2, "delete"), (3, "update_postimage"), (3, "update_preimage"), (4, "insert"),
+        (5, "insert")]

@@ -126,20 +126,30 @@ def open_feed(source: Mapping[str, Any], catalog: Catalog) -> FeedRange:
     return FeedRange(table, first, last, mode, None)
 
 
-def reduce_feed(feed: FeedRange, keys: Sequence[str]) -> pa.Table:
-    """One row per key, the last change in commit order, with `CHANGE_COLUMN` ``-D`` (deleted) or ``+U``."""
+def reduce_feed(feed: FeedRange, keys: Sequence[str], reduce_rows: int = 1 << 20) -> pa.Table:
+    """One row per key, the last change in commit order, with `CHANGE_COLUMN` ``-D`` (deleted) or ``+U``.
+
+    Batches are reduced once the unreduced rows outnumber the kept ones (and `reduce_rows`): memory holds the
+    changed keys, and the work stays linear in the feed."""
     columns = feed.table.schema().field_names + ["_change_type"]
     kept: pa.Table | None = None
-    seen = 0
+    pending: list[pa.Table] = []
+    seen = pending_rows = 0
     if feed.start != feed.end:
         for batch in feed.table.changes(feed.start, feed.end, mode=feed.mode):
             part = pa.Table.from_batches([batch]).select(columns)
             part = part.filter(pc.not_equal(part.column("_change_type"), pa.scalar(_PRE_IMAGE)))
             if part.num_rows == 0:
                 continue
-            part = part.append_column(_ORDER, pa.array(np.arange(seen, seen + part.num_rows, dtype=np.int64)))
+            pending.append(part.append_column(_ORDER, pa.array(np.arange(seen, seen + part.num_rows,
+                                                                         dtype=np.int64))))
             seen += part.num_rows
-            kept = _last_per_key(part if kept is None else pa.concat_tables([kept, part]), keys)
+            pending_rows += part.num_rows
+            if pending_rows >= max(kept.num_rows if kept is not None else 0, reduce_rows):
+                kept = _last_per_key(pa.concat_tables(([kept] if kept is not None else []) + pending), keys)
+                pending, pending_rows = [], 0
+    if pending:
+        kept = _last_per_key(pa.concat_tables(([kept] if kept is not None else []) + pending), keys)
     if kept is None:
         kept = _feed_schema(feed.table).empty_table().append_column(_ORDER, pa.array([], pa.int64()))
     kept = kept.sort_by(_ORDER)
@@ -190,13 +200,11 @@ def write_feed_in_driver(table: Table, rows: pa.Table, tx: Transaction) -> tuple
     return (tx.commit(messages) if messages else None), counts
 
 
-def feed_transaction(table: Table, feed: FeedRange, user: str | None, in_driver: bool) -> Transaction:
-    """The transaction applying `feed`. In the driver the library's write path writes the changelog the target's
-    producer asks for; the Spark path's own writer declares none (the transaction refuses a target owed one)."""
-    producer = table.core_options.changelog_producer
-    changelog = producer if in_driver and producer in ("input", "lookup") else "none"
+def feed_transaction(table: Table, feed: FeedRange, user: str | None) -> Transaction:
+    """The transaction applying `feed`; both ways of writing it write the changelog the target's producer asks
+    for (the library's write path in the driver, the merge's own on Spark)."""
     return table.transaction(commit_id=CommitId.of(user, feed.identifier(user)), commit_user=user,
-                             properties=feed.property(), changelog=changelog)
+                             properties=feed.property(), changelog=table.core_options.changelog_producer)
 
 
 def earlier_landing(table: Table, feed: FeedRange, user: str | None) -> Snapshot | None:

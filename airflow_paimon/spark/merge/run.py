@@ -137,7 +137,7 @@ def _merge_feed(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpe
     info = feed.describe()
     in_driver = mirrors(spec.clauses, spec.on, table) and rows.nbytes <= spec.driver_bytes \
         and spec.num_tasks is None
-    tx = feed_transaction(table, feed, user, in_driver)
+    tx = feed_transaction(table, feed, user)
     if rows.num_rows == 0:
         written = feed_written(None, {"upserted": 0, "deleted": 0})
     elif in_driver:
