@@ -40,11 +40,14 @@ __all__ = [
     "matched_update", "matched_delete", "not_matched_insert",
     "not_matched_by_source_update", "not_matched_by_source_delete",
     "default_clauses", "parse_clauses", "validate_clauses", "is_plain_upsert", "referenced_columns",
-    "normalize_on", "check_clause_order", "SOURCE_FORMATS",
+    "normalize_on", "check_clause_order", "SOURCE_FORMATS", "FEED_KEY",
 ]
 
 SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
 """What ``source_format`` may name (the merge application's readers)."""
+
+FEED_KEY = "change_feed"
+"""The key of a source mapping that names another table whose change feed is merged."""
 
 MATCHED = "matched"
 NOT_MATCHED = "not_matched"

@@ -1,4 +1,6 @@
-"""The demo behind `make demo`: the example merge DAG run for several consecutive past days, then a report.
+"""The demo behind `make demo`: the example merge DAG run for several consecutive past days, then the change-feed
+DAG on the same days (the merged table's daily changes into a lookup-changelog table, a replica and exports),
+then a report ending with each day's changes by `_change_type`.
 
 Everything lives under `demo/` in the repository (ignored by git): an Airflow home on SQLite, a warehouse, and
 the daily incremental files. Re-running is safe: days already done are skipped (their tags exist), merges are
@@ -24,6 +26,9 @@ HOME = WORK / "airflow"
 WAREHOUSE = WORK / "warehouse"
 INCOMING = WORK / "incoming"
 TABLE = "demo.orders"
+CDC_TABLE = "demo.orders_cdc"
+REPLICA = "demo.orders_replica"
+EXPORTS = WORK / "exports"
 DAYS = 7  # a whole week, so the Sunday compaction and orphan cleanup run too
 HISTORY_ROWS = 200_000
 
@@ -45,6 +50,10 @@ def configure_environment() -> None:
         "PAIMON_MERGE_SHUFFLE_PARTITIONS": "4",
         "PAIMON_DAILY_TAGS_TABLE": TABLE,
         "PAIMON_WAREHOUSE": str(WAREHOUSE),
+        "PAIMON_CHANGE_FEED_SOURCE": TABLE,
+        "PAIMON_CHANGE_FEED_TABLE": CDC_TABLE,
+        "PAIMON_CHANGE_FEED_REPLICA": REPLICA,
+        "PAIMON_CHANGE_FEED_EXPORT_PATH": str(EXPORTS),
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         "PYSPARK_PYTHON": sys.executable,
     })
@@ -124,6 +133,25 @@ def write_increment(day: dt.date, next_id: int) -> int:
     return next_id + n_ins
 
 
+def create_change_tables(first_day: dt.date) -> None:
+    """The change-feed DAG's tables, created once: the lookup-changelog table loaded with the merged table as of
+    the first day's tag (and tagged that day, so the next day's export has a start), the replica, and the
+    replica's consumer on the changelog table from its first snapshot (the replica gets the load too)."""
+    from airflow_paimon.format import Catalog
+
+    catalog = Catalog(str(WAREHOUSE))
+    if catalog.table_exists(CDC_TABLE):
+        return
+    source = catalog.get_table(TABLE)
+    day = first_day.isoformat()
+    cdc = catalog.create_table(CDC_TABLE, source.arrow_schema(), primary_keys=["id"],
+                               options={"bucket": "4", "changelog-producer": "lookup"})
+    catalog.create_table(REPLICA, source.arrow_schema(), primary_keys=["id"], options={"bucket": "4"})
+    cdc.consumers.create("replica")
+    cdc.write(source.read(tag=day), commit_user="demo:initial-load", commit_identifier=1)
+    cdc.create_tag(day)
+
+
 @contextlib.contextmanager
 def redirected_output(path: Path):
     """Send this process's stdout/stderr (and its children's, e.g. spark-submit) to `path`."""
@@ -144,8 +172,8 @@ def redirected_output(path: Path):
             os.close(saved[1])
 
 
-def run_days(days: list[dt.date]) -> dict[str, dict]:
-    """dag.test() of the merge DAG for each day; returns the XCom results of its tasks per day."""
+def run_days(days: list[dt.date], dag_id: str = "paimon_merge_incremental") -> dict[str, dict]:
+    """dag.test() of the DAG for each day; returns the XCom results of its tasks per day."""
     import pendulum
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
@@ -159,15 +187,15 @@ def run_days(days: list[dt.date]) -> dict[str, dict]:
     with create_session() as session:
         DagBundlesManager().sync_bundles_to_db(session=session)
     sync_bag_to_db(bag, "dags-folder", None)
-    dag = bag.dags["paimon_merge_incremental"]
+    dag = bag.dags[dag_id]
     for task in dag.tasks:
         task.retries = 0  # a failure here should stop the demo at once, not wait for a retry
     results: dict[str, dict] = {}
     logs = WORK / "logs"
     logs.mkdir(exist_ok=True)
     for day in days:
-        log = logs / f"paimon_merge_incremental-{day}.log"
-        print(f"  paimon_merge_incremental for {day} (log: {log.relative_to(ROOT)}) ...", end=" ", flush=True)
+        log = logs / f"{dag_id}-{day}.log"
+        print(f"  {dag_id} for {day} (log: {log.relative_to(ROOT)}) ...", end=" ", flush=True)
         # The run of day D has the data interval [D, D+1) and its logical date is when that interval ends.
         after = day + dt.timedelta(days=1)
         with redirected_output(log):
@@ -229,6 +257,25 @@ def report(results: dict[str, dict]) -> None:
           "Open the Airflow UI on the same home with: make airflow")
 
 
+def report_changes(days: list[dt.date]) -> None:
+    """Each day's changes of the lookup-changelog table by `_change_type`, from the exports' manifests."""
+    from airflow_paimon.format import Catalog
+
+    catalog = Catalog(str(WAREHOUSE))
+    kinds = ["insert", "update_preimage", "update_postimage", "delete"]
+    lines = []
+    for day in days:
+        manifest = json.loads((EXPORTS / CDC_TABLE / day.isoformat() / "_SUCCESS").read_text())
+        counts = manifest["counts"]
+        lines.append([day.isoformat(), f"({manifest['start']}, {manifest['end']}]"]
+                     + [counts.get(k, 0) for k in kinds] + [manifest["rows"]])
+    cdc, replica = catalog.get_table(CDC_TABLE), catalog.get_table(REPLICA)
+    print(f"\n{REPLICA}: {replica.read(columns=['id']).num_rows} rows, {cdc.read(columns=['id']).num_rows} in "
+          f"{CDC_TABLE}; exports under {EXPORTS}")
+    print_table(f"Changes of {CDC_TABLE} per day (changelog-producer = lookup, exported by paimon_change_feed)",
+                ["day", "range (tags)"] + kinds + ["rows"], lines)
+
+
 def main(argv: list[str]) -> int:
     configure_environment()
     if argv[:1] == ["standalone"]:
@@ -241,7 +288,10 @@ def main(argv: list[str]) -> int:
     for day in days:
         next_id = write_increment(day, next_id)
     results = run_days(days)
+    create_change_tables(days[0])
+    run_days(days[1:], "paimon_change_feed")
     report(results)
+    report_changes(days[1:])
     return 0
 
 

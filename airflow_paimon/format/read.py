@@ -110,7 +110,7 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
             len(split.files) == 1
             or (ordered and len(keys) == 1 and pa.types.is_integer(logical.field(keys[0]).type)))
         system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
-        parts = read_files(table, split, needed + system, file_schema)
+        parts = read_files(table, split, needed + [c for c in system if c not in needed], file_schema)
         # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
         options = table.core_options
         data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,

@@ -20,8 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_paimon import arguments as args
 from airflow_paimon.format import values
-from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
+from airflow_paimon.format.consumers import check_consumer_id
+from airflow_paimon.format.errors import InvalidOptionError, PaimonError
+from airflow_paimon.merge import FEED_KEY, SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import checkable
+from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.operators.spark_submit import (
     PaimonSparkSubmitOperator,
     commit_identifier_for,
@@ -30,6 +34,8 @@ from airflow_paimon.operators.spark_submit import (
     table_or_target,
 )
 from airflow_paimon.spark.common import reapply_identifier
+
+FEED_OPERATOR_KEYS = {FEED_KEY, "period", "start", "end", "consumer_id", "mode", "warehouse", "options"}
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -47,7 +53,14 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         ``{"path"|"table"|"sql": ..., ...}``; for a table: ``snapshot_id``/``tag``/``as_of`` (the rows at that
         point) and ``from_snapshot_id``/``from_tag``/``from_as_of`` (only the rows that differ from that point,
         with a ``_change`` column of ``+I``/``+U``/``-D``); an ``as_of`` whose snapshot expired fails naming the
-        closest tag unless ``"closest_tag": True`` asks to read that tag.
+        closest tag unless ``"closest_tag": True`` asks to read that tag. Another table's change feed:
+        ``{"change_feed": "db.src", ...}`` with exactly one of ``"period": True`` (the run's periodic tag of the
+        source and the nearest earlier one, Paimon's ``incremental-to-auto-tag``), ``"start"`` (exclusive, with an
+        optional inclusive ``"end"``: snapshot ids or tag names) or ``"consumer_id"`` (from the consumer's
+        position to the latest snapshot; advanced only after the merge's commit landed); optional ``"mode"``.
+        Deleted keys are deleted, every other change upserts, the last change of a key in commit order wins.
+        The commit identifier is derived from the range (for a consumer, its position), so a retry after any
+        failure applies the range exactly once, also when the commit landed but the consumer did not advance.
     :param source_format: ``parquet`` (default), ``csv`` (header line expected), ``json``, ``orc``, ``avro``,
         ``paimon`` or ``sql`` (templated).
     :param on: the columns matching source to target rows; default the target's primary key; they must include
@@ -116,6 +129,8 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             args.one_of(text, "source_format", SOURCE_FORMATS)
         if self.source is None or (isinstance(self.source, str) and rendered and not self.source.strip()):
             raise args.ArgumentError("source: give the files, table or query to merge")
+        if isinstance(self.source, Mapping) and FEED_KEY in self.source:
+            self._check_feed(self.source, rendered)
         on = args.merge_on(self.on) if checkable(self.on, rendered) and self.on != [] else None
         if checkable(self.clauses, rendered):
             args.merge_clauses(self.clauses, "clauses", on)
@@ -124,11 +139,55 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         if self.driver_bytes is not None:
             args.whole_number(self.driver_bytes, "driver_bytes", minimum=0)
 
+    @staticmethod
+    def _check_feed(source: Mapping[str, Any], rendered: bool) -> None:
+        unknown = set(source) - FEED_OPERATOR_KEYS
+        if unknown:
+            raise args.ArgumentError(f"source: unknown change-feed key(s) {sorted(unknown)}; known: "
+                                     f"{sorted(FEED_OPERATOR_KEYS)}")
+        if checkable(source[FEED_KEY], rendered):
+            args.table_identifier(source[FEED_KEY], "source.change_feed")
+        given = [k for k in ("period", "start", "consumer_id") if source.get(k) not in (None, "", False)]
+        if len(given) != 1:
+            raise args.ArgumentError(f"source: a change feed needs exactly one of period=True, start (with an "
+                                     f"optional end) or consumer_id; got {given or 'none'}")
+        if source.get("end") not in (None, "") and given != ["start"]:
+            raise args.ArgumentError("source.end: only with start (a period or a consumer sets its own end)")
+        if checkable(source.get("consumer_id"), rendered):
+            try:
+                check_consumer_id(source["consumer_id"])
+            except InvalidOptionError as exc:
+                raise args.ArgumentError(f"source.consumer_id: {exc}") from None
+
+    def _source_for_run(self, context: Context) -> Any:
+        """The source as the application reads it: a change feed's period becomes the run's periodic tag of the
+        source table (the application resolves the nearest earlier one, as ``incremental-to-auto-tag``)."""
+        source = self.source
+        if not (isinstance(source, Mapping) and FEED_KEY in source and source.get("period")):
+            return source
+        from airflow_paimon.format import Catalog
+
+        if source.get("warehouse"):
+            table = Catalog(source["warehouse"], source.get("options") or {}).get_table(source[FEED_KEY])
+        else:
+            table = self.paimon_hook().get_table(source[FEED_KEY])
+        try:
+            tag = plan_run(table, context).name
+        except PaimonError as exc:
+            raise task_failure(exc) from exc
+        if not table.tags.exists(tag):
+            raise task_failure(InvalidOptionError(
+                f"the run's periodic tag {tag!r} does not exist on {table.identifier}: create it first "
+                "(CreateTagOperator upstream of this task)"))
+        resolved = {k: v for k, v in source.items() if k != "period"}
+        resolved["to_auto_tag"] = tag
+        return resolved
+
     def build_spec(self, context: Context) -> dict[str, Any]:
         ti = context["ti"]
         spec: dict[str, Any] = {
             "target": self.table,
-            "source": self.source,
+            "source": self._source_for_run(context),
             "source_format": self.source_format or "parquet",
             "on": self.on,
             "clauses": self.clauses,
@@ -144,7 +203,10 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
 
     def collect_result(self, context: Context, spec: dict[str, Any], printed: dict[str, Any] | None) -> Any:
         ident = spec["commit_identifier"]
-        if spec.get("reapply"):
+        if printed and isinstance(spec["source"], Mapping) and FEED_KEY in spec["source"] \
+                and printed.get("commit_identifier") is not None:
+            ident = int(printed["commit_identifier"])   # derived from the range by the application
+        elif spec.get("reapply"):
             ident = reapply_identifier(ident, spec["reapply_token"])
         return self.committed_result(spec, ident, printed or {},
                                      ("status", "rows", "mode", "engine", "snapshot_id"))

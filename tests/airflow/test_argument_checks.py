@@ -27,6 +27,18 @@ pytestmark = pytest.mark.airflow
 UPSERT_INSERT = not_matched_insert(values={"id": "s.id", "value": "s.value"})
 
 MISTAKES = {
+    "change feed without a range": (MergeIncrementalOperator, {"table": "db.t", "source": {"change_feed": "db.s"}},
+                                    r"source: a change feed needs exactly one of period=True, start .* got none"),
+    "change feed with two ranges": (
+        MergeIncrementalOperator, {"table": "db.t", "source": {"change_feed": "db.s", "period": True,
+                                                               "consumer_id": "c"}},
+        r"got \['period', 'consumer_id'\]"),
+    "change feed consumer id": (MergeIncrementalOperator,
+                                {"table": "db.t", "source": {"change_feed": "db.s", "consumer_id": "a/b"}},
+                                r"source.consumer_id: consumer id 'a/b' is not allowed"),
+    "change feed key": (MergeIncrementalOperator,
+                        {"table": "db.t", "source": {"change_feed": "db.s", "start": 1, "until": 2}},
+                        r"source: unknown change-feed key\(s\) \['until'\]"),
     "source_format": (MergeIncrementalOperator, {"table": "db.t", "source": "/in", "source_format": "parket"},
                       r"source_format: 'parket' is not one of .*did you mean 'parquet'"),
     "time_retained": (CreateTagOperator, {"table": "db.t", "time_retained": "7 dayz"},

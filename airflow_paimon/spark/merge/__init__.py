@@ -30,6 +30,9 @@ How it runs (one module each):
   it with its source rows in Arrow, and hands only matched / unmatched source rows (plus, for NOT MATCHED BY
   SOURCE, the bucket's other target rows) to Spark, which evaluates the clauses' SQL; buckets the source does
   not touch are never read;
+* ``feed``: another table's change feed as the source (``{"change_feed": "db.src", ...}``, by range or by
+  consumer): reduced to the last change per key on the driver, written there when small, else merged on Spark;
+  exactly-once by a commit identifier derived from the range, the consumer advanced only after the commit;
 * ``source``: the source as a DataFrame (files, SQL, a Paimon table or what changed in it); ``spec``: the
   application's arguments.
 """

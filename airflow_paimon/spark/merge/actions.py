@@ -19,7 +19,8 @@ from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Me
 from ..schema_map import spark_to_arrow_type
 from ..store_assignment import check_store_assignment
 from ..tables.buckets import BUCKET_COLUMN
-from .plan import MergePlan, resolve_column, source_column
+from ..tables.changelog import BEFORE_SEQUENCE, HAS_BEFORE, before_column
+from .plan import TARGET_SEQUENCE, MergePlan, resolve_column, source_column
 
 __all__ = ["ROW_KINDS", "sequence_guard", "clause_value", "check_assignments", "changed_rows"]
 
@@ -131,12 +132,18 @@ def _moves_keys(plan: MergePlan) -> bool:
 
 def changed_rows(joined: DataFrame, plan: MergePlan) -> tuple[DataFrame, bool]:
     """The rows the clauses write (target columns, ``__kind`` and the bucket they were joined in), and whether
-    that bucket may be wrong for them (`_moves_keys`: then they need their bucket assigned again)."""
-    rows = _as_structs(joined, plan.source_names, plan.target_columns, "__has_s", "__has_t", BUCKET_COLUMN)
+    that bucket may be wrong for them (`_moves_keys`: then they need their bucket assigned again). With
+    `plan.before_images`, each row also carries the target row it replaces (tables/changelog.py)."""
+    extra = [TARGET_SEQUENCE] if plan.before_images else []
+    rows = _as_structs(joined, plan.source_names, plan.target_columns, "__has_s", "__has_t", BUCKET_COLUMN, *extra)
     rows = rows.withColumn("__action", _first_clause(plan)).where(F.col("__action").isNotNull())
     outputs = [
         _by_clause(plan, lambda c, name=name: clause_value(c, name, plan.source_columns, plan.target_columns))
         .cast(plan.target_types[name]).alias(name)
         for name in plan.table.schema().field_names]
     kind = _by_clause(plan, lambda c: F.lit(ROW_KINDS[c.action]))
-    return rows.select(*outputs, kind.cast("byte").alias("__kind"), F.col(BUCKET_COLUMN)), _moves_keys(plan)
+    images = []
+    if plan.before_images:
+        images = [F.col("__has_t").alias(HAS_BEFORE), F.col(TARGET_SEQUENCE).alias(BEFORE_SEQUENCE)] + \
+            [F.col("t").getField(n).alias(before_column(n)) for n in plan.table.schema().field_names]
+    return rows.select(*outputs, kind.cast("byte").alias("__kind"), F.col(BUCKET_COLUMN), *images), _moves_keys(plan)

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ..tables.buckets import BUCKET_COLUMN, by_bucket
+from ..tables.changelog import before_columns
 from ..tables.write import write_changes
 from .actions import changed_rows, check_assignments
 from .join import JoinStats, joined_rows
@@ -24,8 +25,10 @@ def general_merge(spark: SparkSession, plan: MergePlan) -> Written:
     check_assignments(spark, plan)
     stats = JoinStats(spark)
     out, rebucket = changed_rows(joined_rows(spark, plan, stats), plan)
+    images = plan.before_images and not rebucket
     if rebucket:
-        out = out.drop(BUCKET_COLUMN)
+        # An inserted key may land in another bucket, where a target row may hold it: the write looks it up.
+        out = out.drop(BUCKET_COLUMN, *(before_columns(table) if plan.before_images else []))
     else:
         # A second, increment-sized shuffle by the same (partition, bucket): the tasks that write files start only
         # once every bucket was joined (so a duplicate source key fails the job before any file is written), and
@@ -33,7 +36,7 @@ def general_merge(spark: SparkSession, plan: MergePlan) -> Written:
         out = by_bucket(out, [F.col(p) for p in table.partition_keys] + [F.col(BUCKET_COLUMN)], plan.fixed_tasks)
     res = write_changes(spark, table, out, kind_column="__kind", transaction=plan.tx, duplicates="error",
                         bucket_column=None if rebucket else BUCKET_COLUMN, num_tasks=plan.fixed_tasks,
-                        what="the MERGE output")
+                        what="the MERGE output", before_images=images)
     details = {"target_columns_read": plan.target_columns, "small_source": plan.small_source}
     if plan.guard_fields:
         details["sequence_guard"] = plan.guard_fields

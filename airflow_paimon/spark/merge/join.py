@@ -21,12 +21,13 @@ from airflow_paimon.format import Split
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.kernels import check_unique_keys
 from airflow_paimon.format.read import read_split
+from airflow_paimon.format.schema import SEQUENCE_NUMBER
 
 from ..schema_map import cast_to, exchange_schema, to_exchange
 from ..tables.buckets import BUCKET_COLUMN, assign_buckets, bucket_key_schema
 from ..tables.task_errors import DUPLICATE_MARKER
 from ..tasks import BATCH_ROWS, bucket_groups, run_per_group
-from .plan import MergePlan
+from .plan import TARGET_SEQUENCE, MergePlan
 
 __all__ = ["JoinStats", "check_source_keys", "joined_rows"]
 
@@ -62,7 +63,10 @@ class _Joiner:
         self.table, self.on, self.full = plan.table, plan.on, plan.full
         self.src_names, self.tcols = plan.source_names, plan.target_columns
         self.on_schema = pa.schema([logical.field(c) for c in plan.on])
-        self.t_schema = pa.schema([pa.field(c, logical.field(c).type, True) for c in plan.target_columns])
+        self.images = plan.before_images
+        self.read_columns = plan.target_columns + ([SEQUENCE_NUMBER] if self.images else [])
+        self.t_schema = pa.schema([pa.field(c, logical.field(c).type, True) for c in plan.target_columns] +
+                                  ([pa.field(SEQUENCE_NUMBER, pa.int64(), True)] if self.images else []))
         self.split_acc, self.rows_acc = stats.splits, stats.rows
 
     def check_unique(self, src: pa.Table, where: str) -> None:
@@ -72,7 +76,7 @@ class _Joiner:
         src = src.select(self.src_names)
         keys_src = cast_to(src, self.on_schema)
         if split is not None:
-            target = read_split(self.table, split, self.tcols)
+            target = read_split(self.table, split, self.read_columns)
             self.split_acc.add(1)
             self.rows_acc.add(target.num_rows)
         else:
@@ -98,6 +102,8 @@ class _Joiner:
         cols["__has_s"] = pc.is_valid(ji)
         cols["__has_t"] = pc.is_valid(jt)
         cols[BUCKET_COLUMN] = pa.array(np.full(len(ji), bucket, dtype=np.int32))
+        if self.images:
+            cols[TARGET_SEQUENCE] = t_rows.column(SEQUENCE_NUMBER)
         return pa.table(cols)
 
 

@@ -29,10 +29,14 @@ from airflow_paimon.merge import (
 
 from ..schema_map import spark_schema
 from ..tables.buckets import BUCKET_COLUMN
+from ..tables.changelog import images_usable
 from ..tasks import estimated_bytes
 from .spec import MergeSpec
 
-__all__ = ["resolve_column", "source_column", "merge_clauses", "target_columns_needed", "MergePlan", "plan_merge"]
+__all__ = ["TARGET_SEQUENCE", "resolve_column", "source_column", "merge_clauses", "target_columns_needed",
+           "MergePlan", "plan_merge"]
+
+TARGET_SEQUENCE = "__t_seq"
 
 
 def resolve_column(columns: Sequence[str], name: str) -> str | None:
@@ -95,7 +99,9 @@ class MergePlan:
     `source` is the source with its join columns cast to and named as the target's (they are joined in Arrow);
     `source_columns` are the columns as the source gave them. `splits` are the base snapshot's buckets by
     (partition, bucket). Joined rows carry the source columns as ``__s_<i>``, the target columns read
-    (`target_columns`) as ``__t_<i>``, ``__has_s``/``__has_t`` and the bucket (`joined_schema`)."""
+    (`target_columns`) as ``__t_<i>``, ``__has_s``/``__has_t`` and the bucket (`joined_schema`); with
+    `before_images` (a `lookup` target) every target column is read, and the target row's sequence number
+    (``__t_seq``), so that the changed rows carry their before-images to the write."""
 
     table: Table
     tx: Transaction
@@ -112,6 +118,7 @@ class MergePlan:
     fixed_tasks: int | None
     small_source: bool
     joined_schema: T.StructType
+    before_images: bool = False
 
     @property
     def source_names(self) -> list[str]:
@@ -128,7 +135,10 @@ def plan_merge(spark: SparkSession, spec: MergeSpec, table: Table, tx: Transacti
     guard_fields: list[str] = []
     if spec.honour_sequence_field and seq_fields and all(f.lower() in src_lower for f in seq_fields):
         guard_fields = seq_fields
-    tcols = target_columns_needed(table, clauses, on, guard_fields)
+    images = images_usable(table)
+    # A changelog shows whole rows: the rows a delete writes (input) and the before-images (lookup).
+    whole = images or table.core_options.changelog_producer == "input"
+    tcols = table.schema().field_names if whole else target_columns_needed(table, clauses, on, guard_fields)
     key_cols = {k: src_lower[k.lower()] for k in on}
     sel = []
     for c in src_cols:
@@ -146,9 +156,10 @@ def plan_merge(spark: SparkSession, spec: MergeSpec, table: Table, tx: Transacti
         [T.StructField(f"__s_{i}", src_types[c], True) for i, c in enumerate(src.columns)] +
         [T.StructField(f"__t_{i}", target_types[c], True) for i, c in enumerate(tcols)] +
         [T.StructField("__has_s", T.BooleanType(), True), T.StructField("__has_t", T.BooleanType(), True),
-         T.StructField(BUCKET_COLUMN, T.IntegerType(), True)])
+         T.StructField(BUCKET_COLUMN, T.IntegerType(), True)] +
+        ([T.StructField(TARGET_SEQUENCE, T.LongType(), True)] if images else []))
     size = estimated_bytes(source) if source_info.get("kind") == "files" else None
     small = spec.num_tasks is None and size is not None and size <= spec.single_task_bytes
     return MergePlan(table, tx, clauses, on, src, src_cols, tcols, target_types, guard_fields,
                      any(c.when == NOT_MATCHED_BY_SOURCE for c in clauses), splits, n, spec.num_tasks, small,
-                     joined_schema)
+                     joined_schema, images)

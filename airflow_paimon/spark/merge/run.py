@@ -5,16 +5,28 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from airflow_paimon.format import Catalog, Table
 from airflow_paimon.format.commit import CommitId, Transaction
-from airflow_paimon.format.errors import UnsupportedTableError
-from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert
+from airflow_paimon.format.errors import InvalidOptionError, UnsupportedTableError
+from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert, normalize_on
 
 from ..common import reapply_identifier
 from ..schema_map import spark_schema
 from .driver_upsert import upsert_small_local_source
+from .feed import (
+    earlier_landing,
+    feed_transaction,
+    feed_written,
+    is_change_feed,
+    mirrors,
+    open_feed,
+    recorded_end,
+    reduce_feed,
+    write_feed_in_driver,
+)
 from .general import general_merge
 from .plan import merge_clauses, plan_merge
 from .result import MergeResult, Written
@@ -33,7 +45,9 @@ def _open_commit(spec: MergeSpec, table: Table) -> tuple[Transaction, int | None
     `reapply_token` (default: now), which is looked for too, so that retrying a re-application is still
     exactly-once."""
     user, ident = spec.commit_user, spec.commit_identifier
-    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user)
+    # Every way of merging writes the changelog the target's producer asks for (tables/changelog.py).
+    producer = table.core_options.changelog_producer
+    tx = table.transaction(commit_id=CommitId.of(user, ident), commit_user=user, changelog=producer)
     existing = tx.already_committed
     if existing is not None and not spec.reapply:
         return tx, ident, MergeResult.already_committed(
@@ -44,7 +58,7 @@ def _open_commit(spec: MergeSpec, table: Table) -> tuple[Transaction, int | None
         token = spec.reapply_token if spec.reapply_token is not None else time.time_ns()
         if existing is not None or spec.reapply_token is not None:
             ident = reapply_identifier(tx.commit_id.identifier, token)
-            tx = table.transaction(commit_id=CommitId(tx.commit_id.user, ident))
+            tx = table.transaction(commit_id=CommitId(tx.commit_id.user, ident), changelog=producer)
             again = tx.already_committed
             if again is not None:
                 return tx, ident, MergeResult.already_committed(
@@ -66,6 +80,8 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
     if not table.is_primary_key:
         raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
     user = spec.commit_user
+    if is_change_feed(spec.source):
+        return _merge_feed(spark, spec, catalog, table, started)
     tx, ident, done = _open_commit(spec, table)
     if done is not None:
         print(done.message, flush=True)
@@ -96,6 +112,52 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
         written = general_merge(spark, plan_merge(spark, spec, table, tx, source, info, on, clauses))
     written.timings = dict(written.timings or {}, plan=round(planned - started, 3))
     return MergeResult.finished(table.identifier, user, ident, info, written, tx.base, started)
+
+
+def _merge_feed(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec, catalog: Catalog, table: Table,
+                started: float) -> MergeResult:
+    """MERGE another table's change feed exactly once, then advance its consumer (see `feed`)."""
+    if spec.reapply:
+        raise InvalidOptionError("reapply: a change-feed source is applied exactly once per range (the commit "
+                                 "identifier is the range's); leave reapply unset")
+    feed = open_feed(spec.source, catalog)
+    user = spec.commit_user
+    ident = feed.identifier(user) if user is not None else None
+    landed = earlier_landing(table, feed, user)
+    if landed is not None:
+        end = recorded_end(landed, feed)
+        position = feed.advance_past(end)
+        message = (f"the change feed of {feed.table.identifier} up to snapshot {end} is already in snapshot "
+                   f"{landed.id} of {table.identifier}; nothing to merge" +
+                   (f" (consumer {feed.consumer_id!r} now at {position})" if feed.consumer_id else ""))
+        print(message, flush=True)
+        return MergeResult.already_committed(table.identifier, user, ident, landed.id, message)
+    on = normalize_on(spec.on, table.primary_keys, table.schema().field_names)
+    rows = reduce_feed(feed, on)
+    info = feed.describe()
+    in_driver = mirrors(spec.clauses, spec.on, table) and rows.nbytes <= spec.driver_bytes \
+        and spec.num_tasks is None
+    tx = feed_transaction(table, feed, user)
+    if rows.num_rows == 0:
+        written = feed_written(None, {"upserted": 0, "deleted": 0})
+    elif in_driver:
+        snap, counts = write_feed_in_driver(table, rows, tx)
+        written = feed_written(snap, counts)
+    else:
+        written = _merge_feed_on_spark(spark, spec, table, tx, rows, info)
+    feed.advance_past(feed.end)
+    return MergeResult.finished(table.identifier, user, ident, info, written, tx.base, started)
+
+
+def _merge_feed_on_spark(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec, table: Table,
+                         tx: Transaction, rows: pa.Table, info: dict[str, Any]) -> Written:
+    """The reduced feed as a source of changes (``_change``) for the general MERGE on Spark."""
+    session = spark() if callable(spark) else spark
+    schema = spark_schema(rows.schema)
+    source = session.createDataFrame(rows.to_pylist(), schema)
+    changes = dict(info, kind="changes")
+    on, clauses = merge_clauses(spec, table, source.columns, changes)
+    return general_merge(session, plan_merge(session, spec, table, tx, source, changes, on, clauses))
 
 
 def run_merge(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec | Mapping[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from airflow_paimon.format.write import TableWrite
 from ..schema_map import cast_to, exchange_schema, spark_schema, to_exchange
 from ..tasks import bucket_groups
 from .buckets import BUCKET_COLUMN, assign_buckets, bucket_key_schema, by_bucket
+from .changelog import BucketChangelog, before_columns
 from .task_errors import DUPLICATE_MARKER, task_errors
 
 __all__ = ["KIND_COLUMN", "KIND_CODES", "WriteResult", "write_changes"]
@@ -80,7 +81,8 @@ _MESSAGE_SCHEMA = T.StructType([
 
 
 def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: str, what: str,
-                assign: bool = False, kinds_given: bool = True) -> Any:
+                changelog: BucketChangelog, assign: bool = False, kinds_given: bool = True,
+                images: bool = False) -> Any:
     logical = table.arrow_schema()
     # Primary-key tables and bucketed append tables hash their bucket key; unbucketed append tables use bucket 0.
     bucket_keys = table.bucket_keys if table.is_primary_key or table.core_options.bucket >= 1 else []
@@ -94,6 +96,7 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
     seq_fields = [f for f in options.sequence_fields if f not in keys]
     xschema = exchange_schema(_MESSAGE_SCHEMA)
     part_schema = pa.schema([logical.field(p) for p in pkeys])
+    image_columns = before_columns(table) if images else []
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         parts = [b for b in batches if b.num_rows]
@@ -147,8 +150,12 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
         for group in groups:
             kinds = group.rows.column("__kind").combine_chunks().cast(pa.int8())
             rows = cast_to(group.rows, logical, names)
-            msg = writer.write_bucket(group.partition, group.bucket, rows, kinds if keys else None,
-                                      next_seq.get((group.partition, group.bucket), 0))
+            first = next_seq.get((group.partition, group.bucket), 0)
+            msg = writer.write_bucket(group.partition, group.bucket, rows, kinds if keys else None, first)
+            if keys:
+                changelog.add(msg, group.partition, group.bucket, rows, kinds,
+                              np.arange(first, first + rows.num_rows, dtype=np.int64),
+                              group.rows.select(image_columns) if images else None)
             counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
             out = pa.table({"message": [json.dumps(msg.to_dict())], "inserted": [int(counts[0])],
                             "updated": [int(counts[2])], "deleted": [int(counts[1] + counts[3])]})
@@ -162,7 +169,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
                   base_snapshot: Any = LATEST, duplicates: str = "error", bucket_column: str | None = None,
                   num_tasks: int | None = None, commit: bool = True, commit_kind: str = "APPEND",
                   properties: dict[str, str] | None = None, what: str = "the data",
-                  single_task: bool = False, transaction: Transaction | None = None) -> WriteResult:
+                  single_task: bool = False, transaction: Transaction | None = None,
+                  before_images: bool = False) -> WriteResult:
     """Write the rows of `df` (table columns by name, plus `kind_column`: +I/+U/-U/-D or 0..3; absent = +I)
     and commit them once.
 
@@ -180,19 +188,25 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     * `transaction`: the commit in progress of a caller that already looked for an earlier landing of it (every
       look reads each retained snapshot and tag); it replaces the commit arguments and `base_snapshot`, and the
       commit itself still refuses a second landing.
+    * the table's `changelog-producer` (input, lookup) gets its changelog in the same commit (tables/changelog.py);
+      `before_images=True`: `df` also holds the before-images of the rows (`changelog.before_columns`, as a
+      MERGE read them), so a `lookup` changelog needs no second read of the target.
     """
     if duplicates not in ("error", "last"):
         raise ValueError("duplicates must be 'error' or 'last'")
     tx = transaction
     if tx is None:
         tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,
-                               properties=properties, base=base_snapshot, commit_user=commit_user)
+                               properties=properties, base=base_snapshot, commit_user=commit_user,
+                               changelog=table.core_options.changelog_producer)
         if commit and tx.already_committed is not None:
             return WriteResult(tx.already_committed, already_committed=True)
     base = tx.base
     next_seq = table.next_sequence_numbers(base) if base is not None else {}
     target = spark_schema(table.arrow_schema())
-    unknown = [c for c in df.columns if c not in target.names and c not in (kind_column, bucket_column)]
+    images = before_columns(table) if before_images else []
+    unknown = [c for c in df.columns
+               if c not in target.names and c not in (kind_column, bucket_column) and c not in images]
     if unknown:
         raise PaimonError(f"columns {unknown} are not in the schema of {table.identifier}: {target.names}")
     if table.is_primary_key:
@@ -207,6 +221,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
     kinds_given = kind_column is not None or not table.core_options.rowkind_field
     cols.append(_kind_expr(df, kind_column).alias("__kind"))
+    cols += [F.col(c) for c in images]
     assign = False
     if bucket_column is not None:
         prepared = df.select(*cols, F.col(bucket_column).cast("int").alias(BUCKET_COLUMN))
@@ -217,7 +232,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = by_bucket(prepared, keys, num_tasks)
-    task = _write_task(table, next_seq, duplicates, what, assign, kinds_given)
+    task = _write_task(table, next_seq, duplicates, what, BucketChangelog(table, base, tx.kind), assign, kinds_given,
+                       before_images)
     started = time.monotonic()
     with task_errors():
         rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()
