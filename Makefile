@@ -38,8 +38,8 @@ test: $(STAMP)
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e and not bench" \
-		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
+		-m "not spark and not airflow and not interop and not e2e and not bench and not objectstore" \
+		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop --ignore=tests/objectstore $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-interop demo
