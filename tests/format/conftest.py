@@ -8,7 +8,7 @@ from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
 
 # Modules whose tests run a second time with the warehouse on the local S3 server (marker objectstore, left out
 # of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
-ON_OBJECT_STORE = {"test_table", "test_conditional_writes"}
+ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
