@@ -9,10 +9,13 @@ from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
 # Modules whose tests run a second time with the warehouse on the local S3 server (marker objectstore, left out
 # of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
 ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
+# Random histories of many commits: two minutes each on the S3 server, where the concurrency test covers commits.
+LOCAL_ONLY = {"test_random_commits_match_a_model"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "warehouse" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in ON_OBJECT_STORE:
+    if ("warehouse" in metafunc.fixturenames and metafunc.function.__name__ not in LOCAL_ONLY
+            and metafunc.module.__name__.rsplit(".", 1)[-1] in ON_OBJECT_STORE):
         metafunc.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.objectstore)],
                              indirect=True)
 
