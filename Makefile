@@ -38,8 +38,9 @@ test: $(STAMP)
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 PAIMON_TEST_SIZE=fast $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e and not bench and not docs" \
-		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
+		-m "not spark and not airflow and not interop and not e2e and not bench and not docs and not objectstore and not cluster" \
+		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop --ignore=tests/objectstore --ignore=tests/cluster \
+		$(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-interop demo

@@ -25,6 +25,7 @@ from .errors import (
     TableNotFoundError,
     TagAlreadyExistsError,
     TagNotFoundError,
+    UnsafeStoreError,
     UnsupportedTableError,
 )
 from .scan import Split
@@ -40,5 +41,5 @@ __all__ = [
     "SchemaMismatchError", "SchemaChangeError", "InvalidOptionError", "InvalidValueError",
     "InvalidDataError", "DuplicateKeyError",
     "SnapshotNotFoundError", "SnapshotExpiredError", "TagNotFoundError", "TagAlreadyExistsError",
-    "CorruptFileError", "CommitConflictError", "PeriodMismatchError", "MergeClauseError",
+    "CorruptFileError", "CommitConflictError", "UnsafeStoreError", "PeriodMismatchError", "MergeClauseError",
 ]

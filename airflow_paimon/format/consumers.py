@@ -11,13 +11,14 @@ import json
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from .errors import CorruptFileError, InvalidOptionError, PaimonError
+from .errors import CommitConflictError, CorruptFileError, InvalidOptionError, PaimonError
 
 if TYPE_CHECKING:
     from .table import Table
 
 CONSUMER_PREFIX = "consumer-"
 _ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_ADVANCE_ATTEMPTS = 10
 
 
 class ConsumerNotFoundError(PaimonError):
@@ -41,7 +42,9 @@ class ConsumerManager:
         return f"{self.dir}/{CONSUMER_PREFIX}{check_consumer_id(consumer_id)}"
 
     def _read(self, path: str) -> int:
-        data = self.table.io.read_bytes(path)
+        return self._parse(path, self.table.io.read_bytes(path))
+
+    def _parse(self, path: str, data: bytes) -> int:
         try:
             value = json.loads(data.decode("utf-8"))["nextSnapshot"]
             if not isinstance(value, int) or isinstance(value, bool):
@@ -107,14 +110,26 @@ class ConsumerManager:
         return nxt
 
     def advance(self, consumer_id: str, next_snapshot: int) -> int:
-        """Move a consumer forward, after its reader's own commit landed; never backwards (use `reset`)."""
-        current = self.require(consumer_id)
+        """Move a consumer forward, after its reader's own commit landed; never backwards (use `reset`).
+
+        The file is replaced only if nobody changed it since it was read (an e-tag compare-and-swap on object
+        stores): two readers advancing one consumer at once cannot move it back."""
+        self.require(consumer_id)
         nxt = self._check_position(next_snapshot, f"consumer {consumer_id!r}")
-        if nxt < current:
-            raise InvalidOptionError(f"consumer {consumer_id!r} is at snapshot {current}; advancing it to {nxt} "
-                                     "would move it back: reset it instead")
-        self._write(consumer_id, nxt)
-        return nxt
+        path = self.path(consumer_id)
+        for _ in range(_ADVANCE_ATTEMPTS):
+            found = self.table.io.read_versioned(path)
+            if found is None:
+                self.require(consumer_id)  # deleted meanwhile: says so
+                continue
+            current = self._parse(path, found[0])
+            if nxt < current:
+                raise InvalidOptionError(f"consumer {consumer_id!r} is at snapshot {current}; advancing it to "
+                                         f"{nxt} would move it back: reset it instead")
+            if self.table.io.replace_if_unchanged(path, json.dumps({"nextSnapshot": nxt}).encode(), found[1]):
+                return nxt
+        raise CommitConflictError(f"consumer {consumer_id!r} of {self.table.identifier} kept changing under "
+                                  "concurrent writers; try again")
 
     def reset(self, consumer_id: str, next_snapshot: int) -> int:
         self.require(consumer_id)

@@ -73,3 +73,8 @@ class PeriodMismatchError(PaimonError, ValueError):
 
 class MergeClauseError(PaimonError, ValueError):
     """The MERGE clauses (or the ``on`` columns) cannot be executed as given; nothing was changed."""
+
+
+class UnsafeStoreError(PaimonError):
+    """The warehouse's store cannot create a file only if it is absent, so two concurrent commits could both
+    believe they landed; nothing is committed until a lock serialises the commits (``lock.enabled``)."""

@@ -1,9 +1,12 @@
 """Filesystem access for tables: local paths and any URI pyarrow's filesystems understand.
 
 The one operation a commit relies on is `create_exclusive`: the snapshot file must be created only if absent,
-atomically. On a local or POSIX filesystem a hard link of a finished temporary file gives exactly that. Object
-stores without conditional writes cannot give it; there the check-then-write is best effort and concurrent
-writers must be serialised by the scheduler (as Airflow does with one task per table).
+atomically. On a local or POSIX filesystem a hard link of a finished temporary file gives exactly that. On an
+object store (``s3://``, ``s3a://``, ``gs://``, ``abfs://``) a conditional write does (object_store.py), checked
+once per FileIO by a probe; a store that ignores it is refused unless ``lock.enabled`` serialises the commits
+(commit_lock.py), or unless ``object-store.conditional-writes`` is set to false, where the check-then-write is
+best effort and concurrent writers must be serialised by the scheduler. Data files and manifests stream through
+pyarrow's filesystems as before.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import Iterator, Mapping
 
 import pyarrow.fs as pafs
 
-from .store_options import s3_filesystem_arguments, warn_about
+from .commit_lock import locked
+from .errors import InvalidOptionError, UnsafeStoreError
+from .object_store import OBJECT_STORE_SCHEMES, ConditionalStore, split_uri
+from .store_options import CONDITIONAL_WRITES, LOCK_DIR, LOCK_ENABLED, flag, s3_filesystem_arguments, warn_about
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,12 @@ class FileIO:
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None):
         options = dict(options or {})
         warn_about(options)
+        self._options = options
+        self.lock_enabled = flag(options, LOCK_ENABLED, False)
+        self.conditional_writes = flag(options, CONDITIONAL_WRITES, True)
+        self._lock_dir = options.get(LOCK_DIR) or None
+        self._stores: dict[str, ConditionalStore] = {}
+        self._probed: dict[str, bool] = {}
         if "://" in warehouse and not warehouse.startswith("file://"):
             scheme = warehouse.split("://", 1)[0]
             if scheme in ("s3", "s3a", "s3n", "oss"):
@@ -39,10 +51,12 @@ class FileIO:
                 self.fs, _ = pafs.FileSystem.from_uri(warehouse)
             self._prefix = scheme + "://"
             self.local = False
+            self._object_store = scheme in OBJECT_STORE_SCHEMES
         else:
             self.fs = pafs.LocalFileSystem()
             self._prefix = ""
             self.local = True
+            self._object_store = False
 
     def _p(self, path: str) -> str:
         """The path as the pyarrow filesystem wants it (no scheme)."""
@@ -55,9 +69,13 @@ class FileIO:
         return path
 
     def exists(self, path: str) -> bool:
+        """A file or a directory (on object stores: a prefix) at `path`."""
         return self.fs.get_file_info(self._p(path)).type != pafs.FileType.NotFound
 
     def read_bytes(self, path: str) -> bytes:
+        if self._object_store:  # one GET, where pyarrow's input stream asks for the size first
+            uri = self._uri(path)
+            return self._store(uri).read(uri)
         with self.fs.open_input_stream(self._p(path)) as f:
             return f.read()
 
@@ -65,7 +83,12 @@ class FileIO:
         return self.read_bytes(path).decode("utf-8")
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Write a whole file; readers never see a partial file (temporary name, then rename)."""
+        """Write a whole file; readers never see a partial file (temporary name, then rename; one PUT on an
+        object store, without the directory markers pyarrow's filesystems create first)."""
+        if self._object_store:
+            uri = self._uri(path)
+            self._store(uri).write(uri, data)
+            return
         p = self._p(path)
         parent = p.rsplit("/", 1)[0]
         self.fs.create_dir(parent, recursive=True)
@@ -82,8 +105,8 @@ class FileIO:
         """Create `path` with `data` only if it does not exist; True when this call created it."""
         p = self._p(path)
         parent = p.rsplit("/", 1)[0]
-        self.fs.create_dir(parent, recursive=True)
         if self.local:
+            self.fs.create_dir(parent, recursive=True)
             tmp = f"{parent}/.{p.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -96,11 +119,72 @@ class FileIO:
                 return False
             finally:
                 os.unlink(tmp)
+        uri = self._uri(path)
+        if self._object_store and self.conditional_writes and self._honours_conditional_writes(uri):
+            return self._store(uri).create(uri, data)
+        if not self.lock_enabled:
+            return self._check_then_write(path, data)
+        with locked(self._lock_dir, uri.rsplit("/", 1)[0]):
+            return self._check_then_write(path, data)
+
+    def _check_then_write(self, path: str, data: bytes) -> bool:
         if self.exists(path):
             return False
-        with self.fs.open_output_stream(p) as f:
-            f.write(data)
+        self.write_bytes(path, data)
         return True
+
+    def _uri(self, path: str) -> str:
+        return path if "://" in path else self._prefix + path
+
+    def _store(self, uri: str) -> ConditionalStore:
+        scheme, bucket, _ = split_uri(uri)
+        store = self._stores.get(bucket)
+        if store is None:
+            store = self._stores[bucket] = ConditionalStore(scheme, bucket, self._options)
+        return store
+
+    def _honours_conditional_writes(self, uri: str) -> bool:
+        """Probe the bucket once: True when it refuses a second create; otherwise refuse to commit without
+        the lock (a silent race would lose commits)."""
+        bucket = split_uri(uri)[1]
+        honoured = self._probed.get(bucket)
+        if honoured is None:
+            honoured = self._probed[bucket] = self._store(uri).probe(uri.rsplit("/", 1)[0])
+        if not honoured and not self.lock_enabled:
+            raise UnsafeStoreError(
+                f"the object store of {uri.rsplit('/', 1)[0]} ignores conditional writes (If-None-Match), so "
+                f"concurrent commits could overwrite each other: set the catalog option {LOCK_ENABLED}=true to "
+                f"serialise commits with a lock, or use a store that supports conditional writes")
+        return honoured
+
+    def read_versioned(self, path: str) -> tuple[bytes, object] | None:
+        """The file's bytes and a version token for `replace_if_unchanged`; None when absent."""
+        if not self._object_store or not self.conditional_writes:
+            try:
+                data = self.read_bytes(path)
+            except FileNotFoundError:
+                return None
+            return data, data
+        uri = self._uri(path)
+        return self._store(uri).read_versioned(uri)
+
+    def replace_if_unchanged(self, path: str, data: bytes, version: object) -> bool:
+        """Overwrite `path` only if it is still at `version` (from `read_versioned`); False when another writer
+        changed it meanwhile. Object stores compare e-tags; a local disk compares contents under a host lock."""
+        if not self._object_store or not self.conditional_writes or version is None or isinstance(version, bytes):
+            with locked(self._lock_dir, self._uri(path)):
+                try:
+                    current: object = self.read_bytes(path)
+                except FileNotFoundError:
+                    return False
+                if version is not None and current != version:
+                    return False
+                self.write_bytes(path, data)
+                return True
+        uri = self._uri(path)
+        if not isinstance(version, str):
+            raise InvalidOptionError(f"{path}: version {version!r} does not come from read_versioned")
+        return self._store(uri).replace(uri, data, version)
 
     def delete(self, path: str) -> None:
         try:

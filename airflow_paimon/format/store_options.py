@@ -8,18 +8,29 @@ accepted here. For ``oss://`` warehouses Paimon's names are ``fs.oss.endpoint``,
 
 ``s3.path-style-access``, this library's former spelling, still works but warns (FutureWarning). A key that no
 rule here reads is named in a warning instead of being ignored silently: a misspelt endpoint otherwise shows up
-only as an access error against AWS.
+only as an access error against AWS. Without ``s3.endpoint``, the endpoint is ``AWS_ENDPOINT_URL_S3`` or
+``AWS_ENDPOINT_URL`` from the environment, as AWS's SDKs read it.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidOptionError
 
-__all__ = ["DEPRECATED_OPTIONS", "FilesystemOptionWarning", "s3_filesystem_arguments"]
+__all__ = ["CONDITIONAL_WRITES", "DEPRECATED_OPTIONS", "FilesystemOptionWarning", "LOCK_DIR", "LOCK_ENABLED", "flag",
+           "s3_filesystem_arguments"]
+
+LOCK_ENABLED = "lock.enabled"
+"""Paimon's catalog option: serialise commits per table with a lock (here a host lock, commit_lock.py)."""
+LOCK_DIR = "lock.dir"
+"""Where the lock files live (this library's option; default: the system's temporary directory)."""
+CONDITIONAL_WRITES = "object-store.conditional-writes"
+"""This library's option: ``false`` turns create-if-absent off on object stores (a best-effort check-then-write
+that only a single writer per table may use, as before conditional writes existed)."""
 
 
 class FilesystemOptionWarning(UserWarning):
@@ -58,7 +69,19 @@ def known_options() -> set[str]:
     """Every option name a filesystem of this library reads."""
     names = {key for keys in _s3_keys().values() for key in keys}
     names.update(key for keys in _OSS_KEYS.values() for key in keys)
+    names.update((LOCK_ENABLED, LOCK_DIR, CONDITIONAL_WRITES))
     return names
+
+
+def flag(options: Mapping[str, str], key: str, default: bool) -> bool:
+    """A true/false option; anything else is refused naming the option."""
+    value = options.get(key)
+    if value in (None, ""):
+        return default
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidOptionError(f"filesystem option {key}: {value!r} is not 'true' or 'false'")
+    return text == "true"
 
 
 def _first(options: Mapping[str, str], keys: tuple[str, ...]) -> str | None:
@@ -109,6 +132,11 @@ def s3_filesystem_arguments(options: Mapping[str, str], scheme: str) -> dict[str
             else:
                 kwargs[arg] = value
     endpoint = kwargs.get("endpoint_override")
+    if endpoint is None and scheme != "oss":
+        # As AWS's own SDKs (and obstore) do; pyarrow's S3 filesystem does not read these.
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+        if endpoint is not None:
+            kwargs["endpoint_override"] = endpoint
     if endpoint is not None:
         if endpoint.startswith("http://"):
             kwargs["scheme"] = "http"

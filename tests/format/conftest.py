@@ -4,11 +4,33 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
+from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
+
+# Modules whose tests run a second time with the warehouse on the local S3 server (marker objectstore, left out
+# of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
+ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
+# Random histories of many commits: two minutes each on the S3 server, where the concurrency test covers commits.
+LOCAL_ONLY = {"test_random_commits_match_a_model"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if ("warehouse" in metafunc.fixturenames and metafunc.function.__name__ not in LOCAL_ONLY
+            and metafunc.module.__name__.rsplit(".", 1)[-1] in ON_OBJECT_STORE):
+        metafunc.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.objectstore)],
+                             indirect=True)
 
 
 @pytest.fixture
-def catalog(tmp_path) -> Catalog:
-    cat = Catalog(str(tmp_path / "warehouse"))
+def warehouse(request: pytest.FixtureRequest, tmp_path) -> str:
+    """The warehouse root: a local folder, or (parametrised) a fresh bucket on the local S3 server."""
+    if getattr(request, "param", "local") == "s3":
+        return str(request.getfixturevalue("s3_warehouse"))
+    return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def catalog(warehouse: str) -> Catalog:
+    cat = Catalog(warehouse)
     cat.create_database("db")
     return cat
 

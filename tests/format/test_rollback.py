@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 
 import pytest
 
@@ -21,14 +20,15 @@ from .upkeep_helpers import (
     referenced_names,
     rows,
     snapshot_reads,
+    store_file,
     tree_digest,
     upsert,
 )
 
 
 @pytest.fixture
-def history(tmp_path):
-    t = make_table(tmp_path)
+def history(warehouse):
+    t = make_table(warehouse)
     upsert(t, range(6), 1)          # 1
     upsert(t, range(3, 9), 2)       # 2
     t.tags.create("two")
@@ -52,7 +52,7 @@ def test_rollback_to_snapshot_id(history):
     assert set(result.data_files) == newer_only
     assert t.snapshot_manager.ids() == [1, 2]
     assert [x.name for x in t.tags.list()] == ["two"]
-    assert open(f"{t.path}/snapshot/LATEST").read().strip() == "2"
+    assert store_file(f"{t.path}/snapshot/LATEST").decode().strip() == "2"
     assert rows(t.read()) == expected
     assert not (newer_only & all_files(t.path))
     check_all_readable(t, {k: v for k, v in reads.items() if k in {("snapshot", 1), ("snapshot", 2),
@@ -94,11 +94,11 @@ def test_rollback_to_a_tag_whose_snapshot_expired_restores_it(history):
     result = t.maintenance.rollback(to_tag="two")
     assert result.restored_snapshot == 2 and result.snapshots == [5] and result.tags == ["four"]
     assert t.snapshot_manager.ids() == [2]
-    doc = json.loads(open(f"{t.path}/snapshot/snapshot-2").read())
+    doc = json.loads(store_file(f"{t.path}/snapshot/snapshot-2"))
     assert doc == json.loads(tag.snapshot.to_json())      # the snapshot JSON, without tag fields
     assert "tagCreateTime" not in doc
-    assert open(f"{t.path}/snapshot/EARLIEST").read().strip() == "2"
-    assert open(f"{t.path}/snapshot/LATEST").read().strip() == "2"
+    assert store_file(f"{t.path}/snapshot/EARLIEST").decode().strip() == "2"
+    assert store_file(f"{t.path}/snapshot/LATEST").decode().strip() == "2"
     assert rows(t.read()) == reads[("tag", "two")]
     check_all_readable(t, {("snapshot", 2): reads[("tag", "two")], ("tag", "two"): reads[("tag", "two")]})
     upsert(t, [7], 7)
@@ -202,7 +202,7 @@ def test_time_targets_work_in_a_crashed_rollback_state(history, monkeypatch):
     with pytest.raises(FailAfter.Crash):
         t.maintenance.rollback(to_tag="two")
     fail.undo()
-    os.remove(f"{t.path}/snapshot/EARLIEST")                                 # only the listing is left
+    t.io.delete(f"{t.path}/snapshot/EARLIEST")                                 # only the listing is left
     assert t.snapshot_manager.ids() == [2, 4, 5]
     assert t.tags.create("at4", as_of=s4.time_millis).snapshot_id == 4
     at4 = dt.datetime.fromtimestamp(s4.time_millis / 1000, dt.timezone.utc)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import multiprocessing
-import os
 import random
 import threading
 
@@ -79,13 +78,13 @@ def test_append_table(catalog):
     assert t.read(filter=pc.field("id") > 100).num_rows == 0
 
 
-def test_commit_is_exactly_once_per_user_and_identifier(catalog, tmp_path):
+def test_commit_is_exactly_once_per_user_and_identifier(catalog):
     t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "2"})
     a = t.write(orders(range(5)), commit_user="airflow:dag.task", commit_identifier=42)
-    files_before = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    files_before = sorted(f.path for f in catalog.io.walk(catalog.warehouse))
     b = t.write(orders(range(5), version=9), commit_user="airflow:dag.task", commit_identifier=42)
     assert a.id == b.id == 1
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == files_before
+    assert sorted(f.path for f in catalog.io.walk(catalog.warehouse)) == files_before
     assert rows_by_id(t.read())[1]["name"] == "n1-v0"
     c = t.write(orders(range(5), version=9), commit_user="airflow:dag.task", commit_identifier=43)
     assert c.id == 2 and c.commit_identifier == 43 and c.commit_user == "airflow:dag.task"
@@ -120,16 +119,16 @@ def test_lost_race_replans_or_reports_conflict(catalog):
     mine = w.write(orders([1], version=7), base_snapshot=base)
     t.commit(w.write(orders([1], version=8), base_snapshot=base))
     mine_paths = [f"{t.bucket_dir((), m.bucket)}/{f.file_name}" for m in mine for f in m.new_files]
-    assert all(os.path.exists(p) for p in mine_paths)
+    assert all(t.io.exists(p) for p in mine_paths)
     with pytest.raises(CommitConflictError, match="bucket.*the 1 data file.s. it wrote were deleted"):
         t.commit(mine, base_snapshot_id=base.id)
     assert t.latest_snapshot().id == base.id + 1
     assert rows_by_id(t.read())[1]["name"] == "n1-v8"
-    assert not any(os.path.exists(p) for p in mine_paths)   # a lost race leaves no orphans behind
+    assert not any(t.io.exists(p) for p in mine_paths)   # a lost race leaves no orphans behind
 
 
 def _data_files_on_disk(table) -> set[str]:
-    return {f for d, _, files in os.walk(table.path) if "/bucket-" in d + "/" for f in files}
+    return {f.path.rsplit("/", 1)[1] for f in table.io.walk(table.path) if "/bucket-" in f.path}
 
 
 def _data_files_referenced(table) -> set[str]:

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from airflow_paimon.format import Catalog, Table
+from airflow_paimon.format.fileio import FileIO
 from airflow_paimon.format.manifest import ADD
 
 FUTURE = dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc)
@@ -47,8 +48,17 @@ def rows(data: pa.Table) -> list[tuple]:
     return sorted(tuple(r[c] for c in cols) for r in data.to_pylist())
 
 
+def store_file(path: str) -> bytes:
+    """A file's bytes, on a local disk or the object store its URI names (settings from the environment)."""
+    return FileIO(path).read_bytes(path) if "://" in path else Path(path).read_bytes()
+
+
 def tree_digest(root: Path | str) -> dict[str, str]:
     """Every file under `root` with the hash of its bytes: proof that an operation changed nothing."""
+    if "://" in str(root):
+        io = FileIO(str(root))
+        return {f.path[len(str(root)):]: hashlib.sha256(io.read_bytes(f.path)).hexdigest()
+                for f in io.walk(str(root))}
     out = {}
     for d, _, files in os.walk(root):
         for f in files:
@@ -58,6 +68,8 @@ def tree_digest(root: Path | str) -> dict[str, str]:
 
 
 def all_files(root: Path | str) -> set[str]:
+    if "://" in str(root):
+        return {f.path for f in FileIO(str(root)).walk(str(root))}
     out = set()
     for d, _, files in os.walk(str(root)):
         for f in files:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.interop
 READ_ALL = """
 import pyarrow.parquet as pq
 from pypaimon import CatalogFactory
-cat = CatalogFactory.create({"warehouse": ARGS["warehouse"]})
+cat = CatalogFactory.create({"warehouse": ARGS["warehouse"], **ARGS.get("options", {})})
 out = {}
 for i, spec in enumerate(ARGS["reads"]):
     t = cat.get_table(ARGS["table"])
@@ -37,9 +37,11 @@ print(json.dumps(out))
 """
 
 
-def pypaimon_reads(warehouse: str, table: str, reads: list[dict], out: Path) -> list[pa.Table]:
+def pypaimon_reads(warehouse: str, table: str, reads: list[dict], out: Path,
+                   options: dict[str, str] | None = None) -> list[pa.Table]:
     out.mkdir(parents=True, exist_ok=True)
-    paths = run_pypaimon(READ_ALL, {"warehouse": warehouse, "table": table, "reads": reads, "out": str(out)})
+    paths = run_pypaimon(READ_ALL, {"warehouse": warehouse, "table": table, "reads": reads, "out": str(out),
+                                    "options": options or {}})
     return [pq.read_table(paths[str(i)]) for i in range(len(reads))]
 
 
@@ -83,9 +85,18 @@ def make_rows(ids: list[int], version: int) -> pa.Table:
     }, schema=ALL_TYPES)
 
 
-def test_tables_we_write_read_identically_in_pypaimon(tmp_path):
-    wh = str(tmp_path / "wh")
-    cat = Catalog(wh)
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.objectstore)])
+def warehouse(request: pytest.FixtureRequest, tmp_path) -> tuple[str, dict[str, str]]:
+    """A warehouse and its catalog options, under Paimon's names (which pypaimon reads too)."""
+    if request.param == "s3":
+        server = request.getfixturevalue("s3_server")
+        return f"s3://{server.new_bucket()}/wh", server.options()
+    return str(tmp_path / "wh"), {}
+
+
+def test_tables_we_write_read_identically_in_pypaimon(tmp_path, warehouse):
+    wh, options = warehouse
+    cat = Catalog(wh, options)
     cat.create_database("db")
     pk = cat.create_table("db.pk", ALL_TYPES, primary_keys=["id", "dt"], partition_keys=["dt"],
                           options={"bucket": "3"})
@@ -100,7 +111,7 @@ def test_tables_we_write_read_identically_in_pypaimon(tmp_path):
     for name, table in (("db.pk", pk), ("db.app", app)):
         snaps = [s.id for s in table.snapshots()]
         reads = [{}] + [{"snapshot": s} for s in snaps]
-        theirs = pypaimon_reads(wh, name, reads, tmp_path / name)
+        theirs = pypaimon_reads(wh, name, reads, tmp_path / name, options)
         ours = [table.read()] + [table.read(snapshot_id=s) for s in snaps]
         keys = ["id", "dt", "f64"]
         for spec, a, b in zip(reads, ours, theirs):

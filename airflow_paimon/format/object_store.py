@@ -1,0 +1,142 @@
+"""Conditional writes on object stores (S3 and S3-compatible servers, GCS, Azure) through obstore.
+
+pyarrow's filesystems stream data files and manifests well but cannot create an object only if it is absent, nor
+replace it only if nobody changed it since it was read. A Paimon commit rests on the first (two writers racing for
+``snapshot-N``: exactly one may win), a consumer advance on the second. obstore (Rust's ``object_store``) sends
+``If-None-Match: *`` and ``If-Match: <e-tag>`` on S3 and the equivalent preconditions on GCS and Azure; a store
+that answers 412 (precondition failed) or 409 (a concurrent conditional write in flight) has told this writer it
+lost the race: the caller re-reads and retries, as on a local disk.
+
+A store may also ignore the precondition (old S3-compatible servers do) and overwrite silently. `probe` finds out
+once per store with two creates of one scratch object: the second must be refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import obstore
+from obstore.exceptions import AlreadyExistsError, GenericError, NotFoundError, PreconditionError
+from obstore.store import AzureStore, GCSStore, S3Store
+
+from .store_options import s3_filesystem_arguments
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, S3Config
+
+__all__ = ["OBJECT_STORE_SCHEMES", "ConditionalStore", "split_uri"]
+
+OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az")
+
+# What S3 answers a conditional write that lost the race with, as obstore reports it when it does not map it.
+_LOST_RACE_MARKERS = ("412", "409", "PreconditionFailed", "ConditionalRequestConflict", "precondition")
+
+
+def split_uri(uri: str) -> tuple[str, str, str]:
+    """``scheme://bucket/key`` -> (scheme, bucket, key); an Azure ``abfs://container@account.host/key`` keeps
+    ``container@account.host`` as its bucket."""
+    scheme, rest = uri.split("://", 1)
+    bucket, _, key = rest.partition("/")
+    return scheme, bucket, key
+
+
+def _lost_race(error: Exception) -> bool:
+    if isinstance(error, (AlreadyExistsError, PreconditionError)):
+        return True
+    text = str(error)
+    return isinstance(error, GenericError) and any(m in text for m in _LOST_RACE_MARKERS)
+
+
+def _s3_config(options: Mapping[str, str], scheme: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """obstore's S3 configuration from the same options pyarrow's S3 filesystem is built from."""
+    args = s3_filesystem_arguments(options, scheme)
+    config: dict[str, Any] = {"conditional_put": "etag"}
+    client: dict[str, Any] = {}
+    for pyarrow_name, obstore_name in (("access_key", "access_key_id"), ("secret_key", "secret_access_key"),
+                                       ("session_token", "session_token"), ("region", "region")):
+        if pyarrow_name in args:
+            config[obstore_name] = args[pyarrow_name]
+    if "endpoint_override" in args:
+        http = args.get("scheme") == "http"
+        config["endpoint"] = ("http://" if http else "https://") + args["endpoint_override"]
+        if http:
+            client["allow_http"] = True
+        config.setdefault("region", "us-east-1")
+    if "force_virtual_addressing" in args:
+        config["virtual_hosted_style_request"] = bool(args["force_virtual_addressing"])
+    return config, client
+
+
+class ConditionalStore:
+    """The create-if-absent and compare-and-swap writes of one bucket (or container)."""
+
+    def __init__(self, scheme: str, bucket: str, options: Mapping[str, str]):
+        self.scheme = scheme
+        self.bucket = bucket
+        self.store: Any
+        if scheme in OBJECT_STORE_SCHEMES[:4]:
+            config, client = _s3_config(options, scheme)
+            self.store = S3Store(bucket, config=cast("S3Config", config), client_options=cast("ClientConfig", client))
+        elif scheme in ("gs", "gcs"):
+            self.store = GCSStore(bucket)
+        elif scheme in ("abfs", "abfss", "az"):
+            container, _, host = bucket.partition("@")
+            account = host.split(".", 1)[0] if host else None
+            self.store = AzureStore(container, account_name=account) if account else AzureStore(container)
+        else:
+            raise ValueError(f"no conditional writes for {scheme}:// warehouses")
+
+    def _key(self, uri: str) -> str:
+        return split_uri(uri)[2]
+
+    def create(self, uri: str, data: bytes) -> bool:
+        """Create the object only if absent; False when it exists (or a racing create won)."""
+        try:
+            obstore.put(self.store, self._key(uri), data, mode="create")
+        except Exception as e:  # obstore raises its own hierarchy; only a lost race is an answer here
+            if _lost_race(e):
+                return False
+            raise
+        return True
+
+    def read(self, uri: str) -> bytes:
+        """One GET; FileNotFoundError when absent (as pyarrow raises)."""
+        try:
+            return bytes(obstore.get(self.store, self._key(uri)).bytes())
+        except NotFoundError:
+            raise FileNotFoundError(uri) from None
+
+    def write(self, uri: str, data: bytes) -> None:
+        """One PUT: an object appears whole or not at all, so no temporary name is needed."""
+        obstore.put(self.store, self._key(uri), data)
+
+    def read_versioned(self, uri: str) -> tuple[bytes, str | None] | None:
+        """The object's bytes and its e-tag (None when the store gives none); None when absent."""
+        try:
+            result = obstore.get(self.store, self._key(uri))
+        except (NotFoundError, FileNotFoundError):
+            return None
+        return bytes(result.bytes()), result.meta.get("e_tag")
+
+    def replace(self, uri: str, data: bytes, e_tag: str) -> bool:
+        """Overwrite the object only if its e-tag is still `e_tag`; False when another writer changed it."""
+        try:
+            obstore.put(self.store, self._key(uri), data, mode={"e_tag": e_tag})
+        except Exception as e:
+            if _lost_race(e):
+                return False
+            raise
+        return True
+
+    def probe(self, directory_uri: str) -> bool:
+        """True when the store refuses a second create of one object (it honours create-if-absent)."""
+        key = f"{self._key(directory_uri).rstrip('/')}/.conditional-write-probe-{uuid.uuid4().hex}"
+        uri = f"{self.scheme}://{self.bucket}/{key}"
+        try:
+            if not self.create(uri, b"1"):
+                return False
+            return not self.create(uri, b"2")
+        finally:
+            obstore.delete(self.store, key)
