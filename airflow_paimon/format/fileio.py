@@ -41,7 +41,8 @@ class FileIO:
             self.local = False
         else:
             self.fs = pafs.LocalFileSystem()
-            self._prefix = ""
+            # Listings name files as the warehouse does (``file://`` or plain), so they compare with table paths.
+            self._prefix = "file://" if warehouse.startswith("file://") else ""
             self.local = True
 
     def _p(self, path: str) -> str:
