@@ -33,13 +33,13 @@ test: $(STAMP)
 # The quick subset: no Spark, Airflow, pypaimon or end-to-end tests, and the upkeep model test
 # (tests/format/test_model.py) on 2 random histories of 25 steps (one per table) instead of 50 of 50;
 # `make test` runs them all.
-# Spread over the machine's cores; tests/airflow, tests/e2e and tests/interop hold only tests of the excluded
-# kinds, so they are not even imported (collecting them imports Airflow).
+# Spread over the machine's cores; tests/airflow, tests/cluster, tests/e2e and tests/interop hold only tests of the
+# excluded kinds, so they are not even imported (collecting them imports Airflow).
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e and not bench" \
-		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
+		-m "not spark and not airflow and not interop and not e2e and not bench and not cluster" \
+		--ignore=tests/airflow --ignore=tests/cluster --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-interop demo
