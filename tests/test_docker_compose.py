@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from importlib.metadata import version
 from pathlib import Path
@@ -70,12 +71,33 @@ def _created_connections() -> dict[str, str]:
 
 def test_init_creates_the_connections_the_dags_use():
     created = _created_connections()
-    assert created == {"spark_default": "spark", "paimon_default": "paimon"}
+    assert created == {"spark_default": "spark", "paimon_default": "paimon", "paimon_s3": "paimon"}
     script = "\n".join(services()["airflow-init"]["command"])
     assert "spark://spark-master --conn-port 7077" in script
     assert '"warehouse": "/opt/warehouse"' in script
     for name in ("airflow-scheduler", "spark-worker"):
         assert "warehouse:/opt/warehouse" in services()[name]["volumes"]
+
+
+def test_the_s3_profile_puts_the_warehouse_on_the_object_store():
+    """`--profile s3` adds MinIO and creates its bucket; `paimon_s3` names that bucket with Paimon's own option
+    names and the store's credentials; PAIMON_CONN_ID switches the example DAGs to it."""
+    store, init = services()["minio"], services()["minio-init"]
+    assert store["profiles"] == init["profiles"] == ["s3"]
+    assert not any("s3" in (svc.get("profiles") or []) for name, svc in services().items()
+                   if name not in ("minio", "minio-init")), "only the store's services are optional"
+    assert init["depends_on"]["minio"]["condition"] == "service_healthy" and "healthcheck" in store
+    assert "object-store:/data" in store["volumes"]
+    script = "\n".join(services()["airflow-init"]["command"])
+    login, password, extra = re.search(
+        r"connections add paimon_s3 --conn-type paimon --conn-login (\S+) --conn-password (\S+) \\\s*"
+        r"--conn-extra '([^']+)'", script).groups()
+    assert (login, password) == (store["environment"]["MINIO_ROOT_USER"], store["environment"]["MINIO_ROOT_PASSWORD"])
+    extra = json.loads(extra)
+    bucket = extra["warehouse"].removeprefix("s3://").split("/")[0]
+    assert f"store/{bucket}" in " ".join(init["command"]) and "mc mb" in " ".join(init["command"])
+    assert extra["s3.endpoint"] == "http://minio:9000" and extra["s3.path.style.access"] == "true"
+    assert services()["airflow-scheduler"]["environment"]["PAIMON_CONN_ID"] == "${PAIMON_CONN_ID:-paimon_default}"
 
 
 @pytest.mark.airflow

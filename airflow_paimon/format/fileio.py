@@ -54,7 +54,8 @@ class FileIO:
             self._object_store = scheme in OBJECT_STORE_SCHEMES
         else:
             self.fs = pafs.LocalFileSystem()
-            self._prefix = ""
+            # Listings name files as the warehouse does (``file://`` or plain), so they compare with table paths.
+            self._prefix = "file://" if warehouse.startswith("file://") else ""
             self.local = True
             self._object_store = False
 

@@ -156,3 +156,26 @@ def test_a_missing_manifest_stops_everything(table):
     with pytest.raises(Exception, match="missing"):
         table.maintenance.remove_orphan_files(older_than=FUTURE)
     assert tree_digest(table.path) == before
+
+
+def test_a_file_uri_warehouse_is_cleaned_as_a_plain_path_is(tmp_path):
+    """A warehouse given as ``file:///path`` (as Paimon catalogs accept it): the listing names files as the table
+    does, so an old stray file is found and deleted, and the live files stay."""
+    import pyarrow as pa
+
+    from airflow_paimon.format import Catalog
+
+    cat = Catalog(f"file://{tmp_path}")
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([pa.field("id", pa.int64())]), primary_keys=["id"],
+                         options={"bucket": "1"})
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    stray = f"{t.bucket_dir((), 0)}/data-stray.parquet"
+    assert stray.startswith("file://")
+    with open(stray.removeprefix("file://"), "wb") as f:
+        f.write(b"x")
+    set_mtime(stray.removeprefix("file://"), OLD)
+    result = t.maintenance.remove_orphan_files()
+    assert result.paths == [stray] and result.files_deleted == 1
+    assert not os.path.exists(stray.removeprefix("file://"))
+    assert t.read().column("id").to_pylist() == [1, 2]

@@ -1,0 +1,166 @@
+"""The merge, compaction and orphan-cleanup applications on a Spark standalone cluster (a master and two workers,
+each with a Python that lacks ``airflow_paimon``), submitted by the operators under real Airflow (``dag.test()``):
+the tables equal what ``local[2]`` makes of the same inputs, every application ran tasks on both workers, and
+pypaimon reads the result."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_paimon.format import Catalog
+from tests.airflow.test_argument_checks import parse_folder
+from tests.cluster.eventlog import read_event_logs
+from tests.interop.test_format_interop import canonical, pypaimon_reads
+
+# Six spark-submits, each starting a JVM: 18 minutes measured on a 2-core machine busy with other jobs.
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.airflow, pytest.mark.interop,
+              pytest.mark.timeout(2700)]
+
+TABLE = "db.orders"
+FIELDS: list[pa.Field] = [pa.field("id", pa.int64()), pa.field("customer", pa.string()),
+                          pa.field("amount", pa.float64())]
+SCHEMA = pa.schema(FIELDS)
+INCOMING = SCHEMA.append(pa.field("op", pa.string()))
+
+DAG_FILE = textwrap.dedent(
+    """
+    import pendulum
+    from airflow.sdk import DAG
+
+    from airflow_paimon.merge import matched_delete, matched_update, not_matched_insert
+    from airflow_paimon.operators import CompactOperator, MergeIncrementalOperator, RemoveOrphanFilesOperator
+
+    # Tasks of a job wait for both executors; event logs uncompressed, so the test can read where tasks ran.
+    CONF = {"spark.scheduler.minRegisteredResourcesRatio": "1.0", "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": "{{ dag_run.conf['event_log'] }}", "spark.eventLog.compress": "false",
+            "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.executor.memory": "512m",
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+
+    def upkeep(dag_id, spark_conn_id, paimon_conn_id):
+        spark = {"conn_id": spark_conn_id, "paimon_conn_id": paimon_conn_id, "conf": CONF}
+        with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False) as dag:
+            merge = MergeIncrementalOperator(
+                task_id="merge", table="db.orders", source="{{ dag_run.conf['source'] }}", driver_bytes=0,
+                clauses=[matched_delete(condition="s.op = 'D'"), matched_update(set="*"),
+                         not_matched_insert(values="*", condition="s.op <> 'D'")], **spark)
+            compact = CompactOperator(task_id="compact", table="db.orders", **spark)
+            orphans = RemoveOrphanFilesOperator(task_id="orphans", table="db.orders", older_than="1 d", **spark)
+            merge >> compact >> orphans
+        return dag
+
+    on_cluster = upkeep("upkeep_on_cluster", "spark_cluster", "paimon_cluster")
+    on_local = upkeep("upkeep_on_local", "spark_local", "paimon_local")
+    """
+)
+
+
+@pytest.fixture(params=["file"])
+def warehouses(request, tmp_path):
+    """Two empty warehouses on the store under test (one for the cluster's run, one for local[2]); "file": a local
+    folder that every process of the cluster shares."""
+    return {name: str(tmp_path / name) for name in ("cluster", "local")}
+
+
+def history_table(warehouse: str):
+    """db.orders: 60 rows in two commits, two buckets, and a stray file two days old that nothing references."""
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    table = cat.create_table(TABLE, SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    for ids in (range(0, 40), range(30, 60)):
+        table.write(pa.Table.from_pylist([{"id": i, "customer": f"c{i}", "amount": float(i)} for i in ids],
+                                         schema=SCHEMA))
+    stray = f"{table.bucket_dir((), 0)}/data-stray.parquet"
+    Path(stray).write_bytes(b"left by a killed job")
+    old = time.time() - 2 * 86400
+    os.utime(stray, (old, old))
+    return table
+
+
+def increment(folder: Path) -> str:
+    """Updates 0-19, deletes 50-54, inserts 60-69."""
+    rows = [{"id": i, "customer": f"c{i}-new", "amount": i + 0.5, "op": "U"} for i in [*range(20), *range(60, 70)]]
+    rows += [{"id": i, "customer": None, "amount": None, "op": "D"} for i in range(50, 55)]
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=INCOMING), folder / "part-0.parquet")
+    return str(folder)
+
+
+def run(dag, conf: dict) -> tuple[str, dict[str, str], dict[str, dict]]:
+    """One ``dag.test()`` run: its state, its tasks' states and their XCom return values."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    dr = dag.test(run_conf=conf)
+    with create_session() as session:
+        tis = session.scalars(select(TaskInstance).where(TaskInstance.dag_id == dr.dag_id,
+                                                         TaskInstance.run_id == dr.run_id)).all()
+        rows = session.execute(select(XComModel.task_id, XComModel.value).where(
+            XComModel.dag_id == dr.dag_id, XComModel.run_id == dr.run_id, XComModel.key == "return_value")).all()
+    xcoms = {task: XComModel.deserialize_value(type("X", (), {"value": value})()) for task, value in rows}
+    return str(dr.state), {ti.task_id: str(ti.state) for ti in tis}, xcoms
+
+
+def snapshots_read(warehouse: str) -> list[tuple[str, list[dict]]]:
+    """Every snapshot of db.orders: its commit kind and its rows."""
+    table = Catalog(warehouse).get_table(TABLE)
+    return [(s.commit_kind, canonical(table.read(snapshot_id=s.id), ["id"])) for s in table.snapshots()]
+
+
+def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, warehouses, tmp_path, monkeypatch):
+    for name, warehouse in warehouses.items():
+        monkeypatch.setenv(f"AIRFLOW_CONN_PAIMON_{name.upper()}",
+                           json.dumps({"conn_type": "paimon", "extra": {"warehouse": warehouse}}))
+        history_table(warehouse)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps(
+        {"conn_type": "spark", "host": "spark://127.0.0.1", "port": spark_cluster.port}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    # The driver's Python is the worker's (python3 on PATH); the executors' is the nodes' own.
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "dags" / "upkeep.py").write_text(DAG_FILE)
+    dags = parse_folder(tmp_path / "dags").dags
+    source = increment(tmp_path / "incoming")
+
+    results = {}
+    for name in warehouses:
+        events = tmp_path / f"events-{name}"
+        events.mkdir()
+        results[name] = run(dags[f"upkeep_on_{name}"], {"source": source, "event_log": str(events)})
+
+    for name, (state, tasks, _) in results.items():
+        assert state == "success", (name, tasks)
+    cluster, local = results["cluster"][2], results["local"][2]
+    assert cluster["merge"]["status"] == local["merge"]["status"] == "committed"
+    assert cluster["compact"]["status"] == local["compact"]["status"] == "committed"
+    assert cluster["orphans"]["files_deleted"] == local["orphans"]["files_deleted"] == 1
+    # The same tables, snapshot by snapshot: two writes, the merge, the compaction.
+    ours = snapshots_read(warehouses["cluster"])
+    assert [kind for kind, _ in ours] == ["APPEND", "APPEND", "APPEND", "COMPACT"]
+    assert ours == snapshots_read(warehouses["local"])
+    latest = {r["id"]: r for r in ours[-1][1]}
+    assert sorted(latest) == [*range(50), *range(55, 70)] and latest[3]["customer"] == "c3-new"
+
+    # Every application ran on the cluster, with tasks on both workers' executors and none failed.
+    workers = {w.webui_port for w in spark_cluster.workers}
+    apps = read_event_logs(tmp_path / "events-cluster")
+    assert sorted(a.name for a in apps) == [f"paimon-{app}-{TABLE}" for app in ("compact", "merge", "remove-orphans")]
+    for app in apps:
+        assert set(app.succeeded) == workers and not app.failed, app
+    completed = {a["name"] for a in spark_cluster.master_state()["completedapps"]}
+    assert {a.name for a in apps} <= completed
+
+    # pypaimon reads every snapshot the cluster wrote as the library does.
+    reads = pypaimon_reads(warehouses["cluster"], TABLE, [{"snapshot": s} for s in range(1, len(ours) + 1)],
+                           tmp_path / "pypaimon")
+    assert [canonical(t.select(SCHEMA.names), ["id"]) for t in reads] == [rows for _, rows in ours]
