@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/merge.py                  # N = 1M, 10M and 50M rows
     .venv/bin/python benchmarks/merge.py --sizes 1000000  # just one size
+    .venv/bin/python benchmarks/merge.py --changelog --sizes 1000000,10000000   # lookup target against none
     .venv/bin/uv pip install --python .venv/bin/python deltalake   # for the delta-rs column
 
 History: N rows (``id`` bigint key, two strings, a double, a timestamp) in a Paimon primary-key table (8 buckets),
@@ -277,12 +278,70 @@ def report(results: list[dict]) -> None:
                   f"{largest[k][1] / largest['delta']:.2f} (target < 1 for the upsert)")
 
 
+def with_lookup(wh: str, root: Path) -> str:
+    """A copy of the history warehouse whose table has `changelog-producer = lookup` (same files)."""
+    import dataclasses
+
+    copy = root / "wh-lookup"
+    shutil.copytree(wh, copy)
+    table = Catalog(str(copy)).get_table("bench.history")
+    schema = table.schema()
+    assert table.schema_manager.create(dataclasses.replace(
+        schema, id=schema.id + 1, options={**schema.options, "changelog-producer": "lookup"}))
+    return str(copy)
+
+
+def changelog_run(n: int, repeat: int) -> dict:
+    """The same upsert (on Spark) and conditional merge into a `none` and a `lookup` target, interleaved."""
+    work = Path(tempfile.mkdtemp(prefix=f"bench-merge-changelog-{n}-"))
+    try:
+        print(f"== changelog, N = {n:,}: preparing data in {work}", flush=True)
+        data = prepare(n, work / "data")
+        targets = {"none": data["wh"], "lookup": with_lookup(data["wh"], work / "data")}
+        conditional = [{"when": "matched", "action": "update", "set": "*", "condition": "s.ts > t.ts"},
+                       {"when": "not_matched", "action": "insert", "values": "*"}]
+        runs: dict[str, list] = {}
+        for i in range(repeat):
+            for producer, wh in targets.items():
+                variant = dict(data, wh=wh)
+                runs.setdefault(f"upsert_{producer}", []).append(
+                    ours(variant, work, f"upsert-{producer}", None, {"driver_bytes": 0}))
+                runs.setdefault(f"conditional_{producer}", []).append(
+                    ours(variant, work, f"conditional-{producer}", conditional))
+            print(f"   round {i + 1}: " + ", ".join(f"{k} {v[-1][0]:.2f}" for k, v in runs.items()), flush=True)
+        out = {"n": n, "increment": data["increment_rows"]}
+        out.update({k: min(v, key=lambda x: x[0])[0] for k, v in runs.items()})
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def changelog_report(results: list[dict]) -> None:
+    print(f"\nload: {os.getloadavg()} (1, 5, 15 min) on {os.cpu_count()} cores")
+    for r in results:
+        for kind in ("upsert", "conditional"):
+            print(f"N={r['n']:,} {kind}: none {r[kind + '_none']:.2f} s, lookup {r[kind + '_lookup']:.2f} s in-job, "
+                  f"lookup / none = {r[kind + '_lookup'] / r[kind + '_none']:.2f} (target <= 1.5)")
+    by_n = {r["n"]: r for r in results}
+    if 1_000_000 in by_n and 10_000_000 in by_n:
+        for kind in ("upsert_lookup", "conditional_lookup"):
+            growth = by_n[10_000_000][kind] / by_n[1_000_000][kind]
+            print(f"{kind} in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,10000000,50000000")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each variant; the fastest counts")
+    parser.add_argument("--changelog", action="store_true",
+                        help="only the merges into a lookup target against a none target")
     args = parser.parse_args()
+    if args.changelog:
+        found = [changelog_run(int(s), args.repeat) for s in args.sizes.split(",")]
+        changelog_report(found)
+        print(json.dumps(found))
+        return
     results = [run(int(s), args.keep, args.repeat) for s in args.sizes.split(",")]
     report(results)
     print(json.dumps([{k: (v[:2] if isinstance(v, tuple) else v) for k, v in r.items()} for r in results]))

@@ -111,7 +111,7 @@ def feed(t, first: int) -> list[tuple]:
 
 
 def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options: dict[str, str], plain: bool,
-                      driver: bool = False, late: bool = False) -> None:
+                      driver: bool = False, late: bool = False, shuffle: bool = False) -> None:
     spark_wh, library_wh = str(tmp_path / "spark"), str(tmp_path / "library")
     target = make_target(spark_wh, producer, partitioned, options, late)
     shutil.copytree(spark_wh, library_wh)
@@ -121,11 +121,14 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
     pq.write_table(rows(SCHEMA, [r[:4] for r in src]) if plain else rows(SOURCE, src), source_file)
     spec = {"target": "db.t", "warehouse": spark_wh, "source": source_file, "commit_user": "m",
             "commit_identifier": 1, "driver_bytes": (64 << 20) if driver else 0}
+    if shuffle:
+        spec["single_task_bytes"] = 0     # the source is shuffled by bucket instead of broadcast
     if not plain:
         spec["clauses"] = [c.to_dict() for c in CLAUSES]
     result = run_merge(spark, spec)
     assert result["status"] == "committed" and result["engine"] == ("driver" if driver else "spark")
     assert result["mode"] == ("upsert" if plain else "merge")
+    assert result.get("small_source") in (None, not shuffle)
 
     library = Catalog(library_wh).get_table("db.t")
     data, kinds = model(library.read(), src, plain)
@@ -144,15 +147,15 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
         assert all(e.file.level > 0 for e in merged.file_entries(merged.latest_snapshot()))
 
 
-@pytest.mark.parametrize("producer, partitioned, options", [
-    ("lookup", False, {}),
-    ("lookup", True, {"changelog-producer.row-deduplicate": "true"}),
+@pytest.mark.parametrize("producer, partitioned, options, shuffle", [
+    ("lookup", False, {}, False),
+    ("lookup", True, {"changelog-producer.row-deduplicate": "true"}, True),
     ("lookup", False, {"changelog-producer.row-deduplicate": "true",
-                       "changelog-producer.row-deduplicate-ignore-fields": "w"}),
-    ("input", True, {}),
+                       "changelog-producer.row-deduplicate-ignore-fields": "w"}, False),
+    ("input", True, {}, False),
 ])
-def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options):
-    merge_and_compare(spark, tmp_path, producer, partitioned, options, plain=False)
+def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options, shuffle):
+    merge_and_compare(spark, tmp_path, producer, partitioned, options, plain=False, shuffle=shuffle)
 
 
 @pytest.mark.parametrize("producer, driver", [("lookup", False), ("lookup", True), ("input", False),

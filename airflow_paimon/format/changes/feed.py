@@ -7,6 +7,7 @@ range the mode cannot answer raises instead of streaming part of an answer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -84,9 +85,42 @@ def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str
         yield from change_batch(rows, kinds, snap.id, snap.time_millis, schema, filter).to_batches()
 
 
+@dataclass
+class ChangePlan:
+    """What a change feed reads, decided and checked before any row is read: the mode, the two ends, the table
+    columns to read (`names`), the feed's `schema`, and the files: per snapshot of the range (`planned`:
+    changelog and delta) or the live files at both ends (`ends`: diff). `empty`: nothing to read."""
+
+    mode: str
+    start: Bound | None
+    end: Bound | None
+    names: list[str]
+    schema: pa.Schema
+    filter: "ds.Expression | None"
+    planned: list[tuple[Snapshot, list[ManifestEntry]]] = field(default_factory=list)
+    ends: tuple[list[ManifestEntry], list[ManifestEntry]] = ([], [])
+    empty: bool = False
+
+    def reader(self, table: "Table") -> pa.RecordBatchReader:
+        if self.empty:
+            return pa.RecordBatchReader.from_batches(self.schema, iter(()))
+        assert self.start is not None and self.end is not None
+        return pa.RecordBatchReader.from_batches(self.schema, _stream(
+            table, self.mode, self.start, self.end, self.names, self.schema, self.filter, self.planned, self.ends))
+
+
 def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequence[str] | None = None,
             filter: "ds.Expression | None" = None, mode: str = "auto", consumer_id: str | None = None,
             options: Mapping[str, str] | None = None) -> pa.RecordBatchReader:
+    return plan_changes(table, start, end, columns=columns, filter=filter, mode=mode, consumer_id=consumer_id,
+                        options=options).reader(table)
+
+
+def plan_changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequence[str] | None = None,
+                 filter: "ds.Expression | None" = None, mode: str = "auto", consumer_id: str | None = None,
+                 options: Mapping[str, str] | None = None) -> ChangePlan:
+    """`changes` up to the first row read: every check done, the files to read listed (metadata only), so that
+    other engines (Spark) can spread the reading."""
     table.require_readable()
     mode = check_mode(mode)
     logical = table.arrow_schema()
@@ -95,7 +129,7 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
     if unknown:
         raise InvalidOptionError(f"columns: {unknown} are not columns of {table.identifier} ({logical.names})")
     schema = change_schema(table, wanted)
-    empty = pa.RecordBatchReader.from_batches(schema, iter(()))
+    empty = ChangePlan(mode, None, None, wanted, schema, filter, empty=True)
     if consumer_id is not None:
         if start is not None:
             raise InvalidOptionError("give either start or consumer_id: a consumer's position is its start")
@@ -140,5 +174,4 @@ def changes(table: "Table", start: Any = None, end: Any = None, *, columns: Sequ
         planned = range_entries(table, snaps, mode)
         schema_ids = {e.file.schema_id for _, entries in planned for e in entries}
     _check_schemas(table, schema_ids, names, f"the range ({start_bound.id}, {end_bound.id}]")
-    return pa.RecordBatchReader.from_batches(
-        schema, _stream(table, mode, start_bound, end_bound, names, schema, filter, planned, ends))
+    return ChangePlan(mode, start_bound, end_bound, names, schema, filter, planned, ends)
