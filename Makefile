@@ -30,15 +30,15 @@ airflow: $(STAMP)
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
-# The quick subset: no Spark, Airflow, pypaimon or end-to-end tests, and the upkeep model test
-# (tests/format/test_model.py) on 2 random histories of 25 steps (one per table) instead of 50 of 50;
-# `make test` runs them all.
+# The quick subset: no Spark, Airflow, pypaimon, end-to-end tests or site build; the model tests (tests/format/test_model.py,
+# test_change_model.py) on 2 random histories of 12 steps instead of 50 of 50, and the other randomised tests on a
+# fifth of their examples (tests/sizes.py); `make test` runs them all in full.
 # Spread over the machine's cores; tests/airflow, tests/e2e and tests/interop hold only tests of the excluded
 # kinds, so they are not even imported (collecting them imports Airflow).
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e and not bench" \
+	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 PAIMON_TEST_SIZE=fast $(BIN)/python -m pytest -n auto \
+		-m "not spark and not airflow and not interop and not e2e and not bench and not docs" \
 		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop $(PYTEST_ARGS)
 
 clean:

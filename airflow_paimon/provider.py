@@ -48,8 +48,18 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
-        "sensors": [{"integration-name": INTEGRATION, "python-modules": ["airflow_paimon.sensors.tags"]}],
-        "triggers": [{"integration-name": INTEGRATION, "python-modules": ["airflow_paimon.triggers.tags"]}],
+        "sensors": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_paimon.sensors.tags", "airflow_paimon.sensors.changes"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["airflow_paimon.triggers.tags", "airflow_paimon.triggers.changes"],
+            }
+        ],
         "connection-types": [
             {
                 "hook-class-name": "airflow_paimon.hooks.paimon.PaimonHook",

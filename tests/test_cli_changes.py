@@ -9,8 +9,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.cli import main
-
+from .cli_helpers import run
 from .format.upkeep_helpers import delete, make_table, tree_digest, upsert
 
 
@@ -24,12 +23,6 @@ def wh(tmp_path, monkeypatch):
     upsert(t, [3], 1)          # 4
     monkeypatch.setenv("PAIMON_WAREHOUSE", str(tmp_path))
     return tmp_path, t
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_changes_between_a_tag_and_a_snapshot_as_json(wh, capsys):

@@ -24,6 +24,7 @@ def _blocks(pattern: re.Pattern, pages: list[Path] = DOCS) -> list[tuple[str, in
     return out
 
 
+@pytest.mark.docs
 def test_mkdocs_build_strict(tmp_path):
     mkdocs = Path(sys.executable).parent / "mkdocs"
     proc = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
@@ -77,11 +78,15 @@ def test_cli_page_runs_as_written(tmp_path, monkeypatch, capsys):
     for i, when in enumerate([dt.datetime(2026, 11, 19, 10, tzinfo=utc), dt.datetime(2026, 11, 20, 10, tzinfo=utc),
                               dt.datetime(2026, 11, 20, 23, tzinfo=utc), dt.datetime(2026, 11, 21, 3, tzinfo=utc)]):
         commit_at(table, when, i, i + 10)
+    table.consumers.create("billing", 1)
     monkeypatch.setenv("PAIMON_WAREHOUSE", warehouse)
     monkeypatch.chdir(tmp_path)
     lines = [line for page, line in _cli_lines() if page == "docs/cli.md"]
-    assert len(lines) == 11
+    assert len(lines) == 17
     for line in lines:
         assert main(shlex.split(line)[1:]) == 0, (line, capsys.readouterr())
     assert (tmp_path / "orders.csv").read_text().count("\n") >= 2
+    header = (tmp_path / "changes.csv").read_text().splitlines()[0]
+    assert "_change_type" in header and "value" not in header
+    assert table.consumers.positions() == {}
     assert table.tags.names() == [] and table.latest_snapshot().id == 3

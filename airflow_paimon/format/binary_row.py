@@ -79,6 +79,7 @@ class FieldKind(enum.Enum):
     DECIMAL_WIDE = "decimal_wide"  # precision > 18: big-endian bytes in the variable part
     STRING = "string"
     BINARY = "binary"
+    NESTED = "nested"  # ARRAY, MAP, ROW: only null here (statistics of nested values are never kept)
 
 
 def field_kind(t: pa.DataType) -> FieldKind:
@@ -118,6 +119,8 @@ def field_kind(t: pa.DataType) -> FieldKind:
         or pa.types.is_fixed_size_binary(t)
     ):
         return FieldKind.BINARY
+    if pa.types.is_nested(t):
+        return FieldKind.NESTED
     raise TypeError(f"Arrow type {t} has no BinaryRow layout here")
 
 
@@ -272,6 +275,8 @@ def serialize_row(values: Sequence[Any], types: Sequence[pa.DataType]) -> bytes:
                 cursor += 8
             continue
 
+        if kind is FieldKind.NESTED:
+            raise TypeError(f"a nested value of type {t} has no BinaryRow form here (only null)")
         if kind is FieldKind.BOOLEAN:
             fixed[slot_at] = 1 if value else 0
         elif kind in _FIXED_FORMATS:
@@ -359,7 +364,9 @@ def deserialize_row(data: bytes, types: Sequence[pa.DataType]) -> list[Any]:
             t = t.value_type
         kind = field_kind(t)
         slot_at = null_size + 8 * pos
-        if kind is FieldKind.BOOLEAN:
+        if kind is FieldKind.NESTED:
+            out.append(None)  # a writer that kept nested statistics: unknown here, which is always safe
+        elif kind is FieldKind.BOOLEAN:
             out.append(row[slot_at] != 0)
         elif kind in _FIXED_FORMATS:
             out.append(struct.unpack_from(_FIXED_FORMATS[kind], row, slot_at)[0])

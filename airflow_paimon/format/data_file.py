@@ -65,9 +65,17 @@ def _truncate_max(v: Any) -> Any:
 
 def column_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataType],
                  truncate: bool) -> SimpleStats:
-    mins, maxs, nulls = [], [], []
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls: list[int] = []
     for name in names:
         col = table.column(name)
+        if pa.types.is_nested(col.type):
+            # Paimon keeps only null counts for ARRAY, MAP and ROW columns (its Parquet stats extractor too).
+            mins.append(None)
+            maxs.append(None)
+            nulls.append(col.null_count)
+            continue
         if pa.types.is_boolean(col.type) or len(col) == col.null_count:
             mm = pc.min_max(col) if len(col) != col.null_count else None
         else:

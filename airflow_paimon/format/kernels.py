@@ -7,7 +7,7 @@ and the before/after comparison of two key-unique tables that change data is bui
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 
 from .errors import DuplicateKeyError
 
-__all__ = ["CHANGE_COLUMN", "null_safe_equal", "equal_runs", "last_of_each_key", "key_text", "check_unique_keys",
-           "diff_rows"]
+__all__ = ["CHANGE_COLUMN", "null_safe_equal", "semi_join", "equal_runs", "last_of_each_key", "key_text",
+           "check_unique_keys", "diff_rows"]
 
 CHANGE_COLUMN = "_change"   # the kind column of change rows: +I, +U, -D
 
@@ -25,11 +25,60 @@ Column = pa.ChunkedArray | pa.Array
 
 def null_safe_equal(a: Column, b: Column) -> np.ndarray:
     """Element-wise a == b as a boolean array, where two nulls are equal and a null never equals a value."""
+    if pa.types.is_nested(a.type):
+        return _nested_equal(_whole(a), _whole(b))
     eq = pc.equal(a, b)
     out = np.asarray(eq.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
     if eq.null_count:
         out |= _nulls(a) & _nulls(b)
     return out
+
+
+def _whole(col: Column) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _as_list(arr: pa.Array) -> pa.Array:
+    """A map array as the list of key/value structs it stores (Arrow's list kernels take no maps)."""
+    if not pa.types.is_map(arr.type):
+        return arr
+    assert isinstance(arr, pa.MapArray)
+    entries = pa.StructArray.from_arrays([arr.keys, arr.items], names=["key", "value"])
+    return pa.ListArray.from_arrays(arr.offsets, entries, mask=arr.is_null())
+
+
+def _nested_equal(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """null_safe_equal of ARRAY, MAP and ROW values, field by field and element by element on whole arrays
+    (Arrow's equal kernel takes no nested types)."""
+    na, nb = _nulls(a), _nulls(b)
+    both_valid = ~na & ~nb
+    if pa.types.is_struct(a.type):
+        assert isinstance(a, pa.StructArray) and isinstance(b, pa.StructArray)
+        same: np.ndarray = both_valid.copy()
+        for child_a, child_b in zip(a.flatten(), b.flatten()):
+            same &= null_safe_equal(child_a, child_b)
+        return np.asarray(same | (na & nb), dtype=bool)
+    la, lb = _as_list(a), _as_list(b)
+    lengths_equal: Any = pc.fill_null(pc.equal(pc.list_value_length(la), pc.list_value_length(lb)), False)
+    rows = np.flatnonzero(both_valid & np.asarray(lengths_equal.to_numpy(zero_copy_only=False), dtype=bool))
+    taken_a, taken_b = la.take(rows), lb.take(rows)
+    assert isinstance(taken_a, pa.ListArray) and isinstance(taken_b, pa.ListArray)
+    la = taken_a
+    elements_equal = null_safe_equal(taken_a.flatten(), taken_b.flatten())
+    row_ok = np.ones(len(rows), dtype=bool)
+    parents = np.asarray(pc.list_parent_indices(la).to_numpy(zero_copy_only=False), dtype=np.int64)
+    row_ok[parents[~elements_equal]] = False
+    out = np.asarray(na & nb, dtype=bool)
+    out[rows[row_ok]] = True
+    return out
+
+
+def semi_join(rows: pa.Table, keys: pa.Table, names: Sequence[str]) -> pa.Table:
+    """The rows of `rows` whose key (`names`) is in `keys`, in their order. Joined on keys and row positions only:
+    Arrow's join takes no nested (ARRAY, MAP, ROW) payload columns."""
+    positions = rows.select(list(names)).append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    kept = positions.join(keys.select(list(names)), list(names), join_type="left semi").column("__row").to_numpy()
+    return rows.take(pa.array(np.sort(kept)))
 
 
 def _nulls(col: Column) -> np.ndarray:

@@ -108,8 +108,9 @@ class TableOptions:
             raise InvalidOptionError("full-compaction.delta-commits: incompatible with changelog-producer = 'lookup' "
                                      "(as in Paimon); use changelog-producer = 'full-compaction' for periodic full "
                                      "compaction with changelog, or remove full-compaction.delta-commits")
-        kind = (has_primary_key, bucket, merge_engine, deletion_vectors, data_evolution, file_format, compression)
         bucket_key = options.get("bucket-key")
+        kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine, deletion_vectors,
+                data_evolution, file_format, compression)
         seq_fields = _field_list(options, "sequence.field")
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
@@ -151,8 +152,8 @@ def _refusal(limits: list[str]) -> str | None:
     return "; ".join(limits) if limits else None
 
 
-def _limits(writing: bool, has_primary_key: bool, bucket: int, merge_engine: str, deletion_vectors: bool,
-            data_evolution: bool, file_format: str, compression: str) -> list[str]:
+def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
+            deletion_vectors: bool, data_evolution: bool, file_format: str, compression: str) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -175,9 +176,10 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, merge_engine: str
         out.append("it is a dynamic-bucket primary-key table (bucket = -1, Paimon's default): writing needs "
                    "Paimon's HASH index of keys to buckets, which is not kept here; give the table a fixed "
                    "bucket number (>= 1) when it is created")
-    if not has_primary_key and bucket >= 1:
-        out.append(f"it is a bucketed append table (bucket = {bucket}): only unbucketed append tables "
-                   "(bucket = -1) are written here")
+    if not has_primary_key and bucket >= 1 and not has_bucket_key:
+        # Paimon refuses such a table at creation: without a bucket key it cannot tell where a row goes.
+        out.append(f"it is a bucketed append table (bucket = {bucket}) without a bucket-key: set bucket-key to the "
+                   "columns whose hash picks each row's bucket")
     if compression not in COMPRESSIONS:
         out.append(f"its file.compression {compression!r} is not a codec this library writes "
                    f"({', '.join(sorted(COMPRESSIONS))})")

@@ -11,7 +11,16 @@ import pyarrow as pa
 
 from .errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
 from .fileio import FileIO
-from .types import arrow_to_paimon, normalize_arrow, paimon_to_arrow
+from .types import (
+    PaimonType,
+    arrow_field_with_ids,
+    arrow_to_paimon,
+    is_nested,
+    nested_field_ids,
+    normalize_arrow,
+    paimon_to_arrow,
+    type_text,
+)
 
 SCHEMA_VERSION = 3
 KEY_FIELD_PREFIX = "_KEY_"
@@ -26,7 +35,7 @@ VALUE_KIND_ID = 2**31 - 3
 class DataField:
     id: int
     name: str
-    type: str
+    type: PaimonType
     description: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -66,15 +75,15 @@ class TableSchema:
         return trimmed if trimmed else list(self.primary_keys)
 
     def arrow_schema(self) -> pa.Schema:
-        out = []
-        for f in self.fields:
-            t, nullable = paimon_to_arrow(f.type, f.name)
-            out.append(pa.field(f.name, t, nullable=nullable, metadata={b"PARQUET:field_id": str(f.id).encode()}))
-        return pa.schema(out)
+        return pa.schema([arrow_field_with_ids(f.name, f.type, f.id) for f in self.fields])
 
     def logical_arrow_schema(self) -> pa.Schema:
         """The schema users see: no field-id metadata."""
-        return pa.schema([pa.field(f.name, f.type, f.nullable) for f in self.arrow_schema()])
+        out = []
+        for f in self.fields:
+            t, nullable = paimon_to_arrow(f.type, f.name)
+            out.append(pa.field(f.name, t, nullable))
+        return pa.schema(out)
 
     def arrow_type(self, name: str) -> pa.DataType:
         f = self.field(name)
@@ -105,7 +114,8 @@ class TableSchema:
         return cls(
             id=doc["id"],
             fields=fields,
-            highest_field_id=doc.get("highestFieldId", max((f.id for f in fields), default=-1)),
+            highest_field_id=doc.get("highestFieldId", max(
+                (i for f in fields for i in (f.id, *nested_field_ids(f.type))), default=-1)),
             partition_keys=tuple(doc.get("partitionKeys") or ()),
             primary_keys=tuple(doc.get("primaryKeys") or ()),
             options={str(k): str(v) for k, v in (doc.get("options") or {}).items()},
@@ -134,6 +144,15 @@ class TableSchema:
         for k in self.primary_keys:
             if k not in names:
                 raise InvalidOptionError(f"primary key {k!r} is not a column of {names}")
+        bucket_key = tuple(k.strip() for k in str(self.options.get("bucket-key", "")).split(",") if k.strip())
+        for what, keys in (("primary key", self.primary_keys), ("partition", self.partition_keys),
+                           ("bucket-key", tuple(k for k in bucket_key if k in names))):
+            for k in keys:
+                t = self.field(k).type
+                if is_nested(t):
+                    # Paimon's SchemaValidation refuses them too: keys are compared and hashed as atomic values.
+                    raise InvalidOptionError(f"{what} column {k!r} has the nested type {type_text(t)}; Paimon "
+                                             f"allows only atomic types in {what} columns")
         if self.primary_keys:
             missing = [k for k in self.partition_keys if k not in self.primary_keys]
             # Paimon allows it with a dynamic bucket (cross-partition upsert), which is read here but not written.
@@ -152,13 +171,16 @@ def schema_from_arrow(
     comment: str | None = None,
 ) -> TableSchema:
     fields = []
+    # Top-level columns keep ids 0..n-1; fields of nested ROW types are numbered after them.
+    nested_ids = iter(range(len(schema), 2**31))
     for i, f in enumerate(schema):
         nullable = f.nullable and f.name not in primary_keys
-        fields.append(DataField(i, f.name, arrow_to_paimon(normalize_arrow(f.type), nullable, f.name)))
+        fields.append(DataField(i, f.name, arrow_to_paimon(normalize_arrow(f.type), nullable, f.name,
+                                                           lambda: next(nested_ids))))
     ts = TableSchema(
         id=0,
         fields=tuple(fields),
-        highest_field_id=len(fields) - 1,
+        highest_field_id=next(nested_ids) - 1,
         partition_keys=tuple(partition_keys),
         primary_keys=tuple(primary_keys),
         options={str(k): str(v) for k, v in options.items()},

@@ -74,7 +74,12 @@ class SchemaChange:
 def _type_string(data_type: pa.DataType | str, name: str) -> str:
     """Paimon's spelling of a type given as Arrow or as a Paimon type string; refused if unsupported."""
     if isinstance(data_type, pa.DataType):
-        return arrow_to_paimon(normalize_arrow(data_type), True, name)
+        if pa.types.is_nested(data_type):
+            raise SchemaChangeError(f"column {name!r}: nested types (ARRAY, MAP, ROW) cannot be added or changed "
+                                    "here; create the table with them or alter it in Spark or Flink")
+        text = arrow_to_paimon(normalize_arrow(data_type), True, name)
+        assert isinstance(text, str)  # atomic types are strings
+        return text
     if not isinstance(data_type, str) or not data_type.strip():
         raise SchemaChangeError(f"column {name!r}: the type must be a pyarrow type or a Paimon type string, "
                                 f"not {data_type!r}")
@@ -227,6 +232,9 @@ def apply_schema_changes(old: TableSchema, changes: Sequence[SchemaChange], iden
             if name in primary:
                 raise SchemaChangeError("Cannot update primary key")
             f = fields[i]
+            if not isinstance(f.type, str):
+                raise SchemaChangeError(f"column {name!r}: the type of a nested column (ARRAY, MAP, ROW) cannot be "
+                                        "changed here; alter it in Spark or Flink")
             base, nullable = split_nullability(f.type)
             new_base = split_nullability(new_type)[0]
             if not widens(base, new_base):

@@ -138,14 +138,15 @@ class Table:
 
     @property
     def total_buckets(self) -> int:
-        return self.core_options.bucket if self.is_primary_key else -1
+        """Buckets of the table as manifest entries record them: the fixed number, or -1 (dynamic, unaware)."""
+        return self.core_options.bucket if self.is_primary_key or self.core_options.bucket >= 1 else -1
 
     @cached_property
     def partition_codec(self) -> PartitionCodec:
         names = self._schema.partition_keys
         return PartitionCodec(names, [self._schema.arrow_type(n) for n in names],
                               self.core_options.partition_default_name,
-                              [self._schema.field(n).type for n in names], self.core_options.partition_legacy_name)
+                              [str(self._schema.field(n).type) for n in names], self.core_options.partition_legacy_name)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         from .binary_row import EMPTY_ROW, serialize_row

@@ -200,18 +200,24 @@ class TableWrite:
             return list(pool.map(lambda job: write(*job), jobs))
 
     def _write_append(self, data: pa.Table, base_snapshot: Snapshot | None) -> list[CommitMessage]:
+        """Append rows: one file per partition, or per (partition, bucket) of a bucketed append table, whose rows
+        go to the bucket Paimon gives them (the hash of the `bucket-key` columns, as for primary keys)."""
         pkeys = self.schema.partition_keys
         next_seq = self.table.next_sequence_numbers(base_snapshot)
-        if not pkeys:
+        num_buckets = self.table.core_options.bucket
+        buckets = bucket_ids(data.select(self.table.bucket_keys), num_buckets) if num_buckets >= 1 else None
+        if not pkeys and buckets is None:
             return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
-        gid = _group_ids(self.table, data, None)
+        gid = _group_ids(self.table, data, buckets)
         order = np.argsort(gid, kind="stable")
         data = data.take(order)
+        gid_sorted = gid[order]
         jobs = []
-        for start, end in _boundaries(gid[order]):
+        for start, end in _boundaries(gid_sorted):
             part = data.slice(start, end - start)
             partition = tuple(part.column(k)[0].as_py() for k in pkeys)
-            jobs.append((partition, 0, part, None, next_seq.get((partition, 0), 0)))
+            bucket = 0 if buckets is None else int(gid_sorted[start] % num_buckets)
+            jobs.append((partition, bucket, part, None, next_seq.get((partition, bucket), 0)))
         return self._run(self.write_bucket, jobs)
 
     # ---- one bucket (also from other processes) -----------------------------------------------------

@@ -35,6 +35,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_paimon import arguments as args
 from airflow_paimon.assets import table_asset, table_asset_uri
 from airflow_paimon.format import periodic_tags
+from airflow_paimon.format.changes import request_from_options
 from airflow_paimon.format.errors import PaimonError, TagAlreadyExistsError, TagNotFoundError
 from airflow_paimon.format.period_tags import SKIPPED, WAIT
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -161,9 +162,11 @@ class CreateTagOperator(PaimonTableOperator):
 
     Returns (XCom ``return_value``) ``{"tag", "snapshot_id", "status", ...}`` and pushes ``tag_name`` and
     ``snapshot_id`` as XComs of their own. The asset event's ``extra`` holds ``tag``, ``snapshot_id``,
-    ``table``, ``warehouse``, ``status`` (what happened to the tag: ``created``, ``unchanged`` or
-    ``replaced``), ``period_start``/``period_end`` (None for a named tag) and ``run_type`` (``backfill`` for
-    a backfilled period); see "Assets and scheduling" in the documentation.
+    ``previous_tag`` and ``previous_snapshot_id`` (the nearest earlier periodic tag, as Paimon's
+    ``incremental-to-auto-tag`` finds it: the period's changes are ``(previous_tag, tag]``; None for a named
+    tag or the first period), ``table``, ``warehouse``, ``status`` (what happened to the tag: ``created``,
+    ``unchanged`` or ``replaced``), ``period_start``/``period_end`` (None for a named tag) and ``run_type``
+    (``backfill`` for a backfilled period); see "Assets and scheduling" in the documentation.
 
     Checked when the DAG is parsed: ``table``, ``tag_name`` (not numeric, no path parts), ``snapshot_id``
     (a whole number >= 1), ``as_of`` (a point in time), ``time_retained`` (a positive duration), not both
@@ -314,12 +317,27 @@ class CreateTagOperator(PaimonTableOperator):
             "due": periodic_tags.iso_utc(tag_plan.due) if tag_plan is not None else None,
             "expired_tags": list(applied.expired),
         }
+        result.update(self._previous_tag(table, name) if tag_plan is not None else
+                      {"previous_tag": None, "previous_snapshot_id": None})
         self._emit_asset_event(context, table, result)
         ti = context.get("ti")
         if ti is not None:
             ti.xcom_push(key="tag_name", value=name)
             ti.xcom_push(key="snapshot_id", value=tag.snapshot.id)
         return result
+
+    def _previous_tag(self, table: Table, name: str) -> dict[str, Any]:
+        """The nearest earlier periodic tag and its snapshot, as Paimon's ``incremental-to-auto-tag`` finds it:
+        the start of the period's change range (None when the table keeps no earlier periodic tag)."""
+        try:
+            request = request_from_options(table, {"incremental-to-auto-tag": name})
+            if request is None or request.empty:
+                return {"previous_tag": None, "previous_snapshot_id": None}
+            previous = str(request.start)
+            return {"previous_tag": previous, "previous_snapshot_id": table.tags.get(previous).snapshot.id}
+        except PaimonError as exc:
+            self.log.warning("No previous periodic tag of %r found on %s: %s", name, table.identifier, exc)
+            return {"previous_tag": None, "previous_snapshot_id": None}
 
     def _emit_asset_event(self, context: Context, table: Table, result: dict[str, Any]) -> None:
         outlet_events = context.get("outlet_events")
@@ -330,6 +348,8 @@ class CreateTagOperator(PaimonTableOperator):
         extra = {
             "tag": result["tag"],
             "snapshot_id": result["snapshot_id"],
+            "previous_tag": result["previous_tag"],
+            "previous_snapshot_id": result["previous_snapshot_id"],
             "table": result["table"],
             "warehouse": self.hook.warehouse,
             "status": result["status"],

@@ -33,14 +33,17 @@ from airflow_paimon.triggers.tags import TagExistsTrigger, TagTimeTrigger, tag_i
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["TagSensor", "TagTimeSensor"]
+__all__ = ["PaimonSensor", "TagSensor", "TagTimeSensor"]
 
 
 def _default_deferrable() -> bool:
     return conf.getboolean("operators", "default_deferrable", fallback=False)
 
 
-class _PaimonSensor(CheckedArguments, BaseSensorOperator):
+class PaimonSensor(CheckedArguments, BaseSensorOperator):
+    """Base of the sensors that wait on one table: its arguments, the hook, and the checks of a trigger's
+    event."""
+
     template_fields: Sequence[str] = ("table", "paimon_conn_id")
     ui_color = "#d5e8f8"
 
@@ -77,7 +80,7 @@ class _PaimonSensor(CheckedArguments, BaseSensorOperator):
         return event
 
 
-class TagTimeSensor(_PaimonSensor):
+class TagTimeSensor(PaimonSensor):
     """Wait until the run's periodic tag is due: its period's end + ``tag.create-time``.
 
     The run's period is the one :class:`~airflow_paimon.operators.tags.CreateTagOperator` tags. When the
@@ -201,7 +204,7 @@ class TagTimeSensor(_PaimonSensor):
         return dict(plan)
 
 
-class TagSensor(_PaimonSensor):
+class TagSensor(PaimonSensor):
     """Wait until a table has the tag ``tag_name`` (a table that does not exist yet has no tags).
 
     :param table: ``database.table`` (templated).

@@ -1,4 +1,7 @@
-"""Arrow <-> Spark schemas for Paimon's atomic types, and casting Arrow data to what Spark accepts.
+"""Arrow <-> Spark schemas for Paimon's types, and casting Arrow data to what Spark accepts.
+
+ARRAY, MAP and ROW map to Spark's ArrayType, MapType and StructType, element, key, value and field
+nullability kept (Spark map keys are never null, as Paimon stores them).
 
 Spark's Arrow exchange (``mapInArrow``) takes microsecond timestamps only: ``TIMESTAMP`` columns (no time zone)
 travel as ``timestamp[us]`` / ``TimestampNTZType``, ``TIMESTAMP_LTZ`` columns as ``timestamp[us, tz=UTC]`` /
@@ -39,6 +42,12 @@ def arrow_to_spark_type(t: pa.DataType) -> T.DataType:
         return T.DateType()
     if pa.types.is_timestamp(t):
         return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pa.types.is_map(t):
+        return T.MapType(arrow_to_spark_type(t.key_type), arrow_to_spark_type(t.item_type), t.item_field.nullable)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return T.ArrayType(arrow_to_spark_type(t.value_type), t.value_field.nullable)
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(f.name, arrow_to_spark_type(f.type), f.nullable) for f in t])
     raise TypeError(f"no Spark type for Arrow type {t}")
 
 
@@ -69,6 +78,14 @@ def spark_to_arrow_type(t: T.DataType) -> pa.DataType:
         return pa.timestamp("us")
     if isinstance(t, T.TimestampType):
         return pa.timestamp("us", tz="UTC")
+    if isinstance(t, T.ArrayType):
+        return pa.list_(pa.field("element", spark_to_arrow_type(t.elementType), t.containsNull))
+    if isinstance(t, T.MapType):
+        value = pa.field("value", spark_to_arrow_type(t.valueType), t.valueContainsNull)
+        # pyarrow takes the item as a field (its nullability); the stubs know only types.
+        return pa.map_(spark_to_arrow_type(t.keyType), value)  # type: ignore[call-overload]
+    if isinstance(t, T.StructType):
+        return pa.struct([pa.field(f.name, spark_to_arrow_type(f.dataType), f.nullable) for f in t.fields])
     raise TypeError(f"no Arrow type for Spark type {t.simpleString()}")
 
 

@@ -113,6 +113,9 @@ def test_every_dag_imports_cleanly_without_io(monkeypatch, tmp_path):
     parsed = {Path(dag.fileloc).name for dag in bag.dags.values()}
     assert files <= parsed, f"files without a DAG: {files - parsed}"
     assert {"paimon_daily_tags", "paimon_two_day_tags"} <= set(bag.dag_ids)
+    tagged = bag.dags["paimon_export_tagged_changes"]
+    assert [alias.name for alias in tagged.timetable.asset_condition.objects] == ["paimon_tags"]
+    assert [t.task_id for t in tagged.tasks] == ["tagged_period", "export_changes"]
     for dag_id in ("paimon_daily_tags", "paimon_two_day_tags"):
         dag = bag.dags[dag_id]
         assert dag.timetable.periodic and type(dag.timetable).__name__ == "TagPeriodTimetable"
@@ -273,3 +276,28 @@ def test_daily_dag_live_waits_for_the_creation_instant(airflow_db, warehouse, mo
     assert boundary.timestamp() * 1000 <= between_ms < due.timestamp() * 1000
     assert commits["after"][1] > due.timestamp() * 1000
     assert t.tags.get(spec.tag_name(period)).snapshot.id == between_id
+
+
+def test_tagged_changes_dag_reads_the_range_from_the_newest_tag_event(monkeypatch):
+    """The DAG scheduled on tag events exports (previous_tag, tag] of the newest event; a first period (no earlier
+    tag) is the empty range (tag, tag]; a run started by anything else fails with a clear message."""
+    from airflow.sdk import Asset
+    from airflow.sdk.execution_time.comms import AssetEventDagRunReferenceResult
+
+    monkeypatch.delenv("AIRFLOW_CONN_PAIMON_DEFAULT", raising=False)
+    choose = load_dags().dags["paimon_export_tagged_changes"].get_task("tagged_period").python_callable
+    asset = Asset("paimon:///wh/demo.orders")
+
+    def event(day: int, tag: str, previous: str | None) -> AssetEventDagRunReferenceResult:
+        return AssetEventDagRunReferenceResult.model_validate({
+            "asset": {"name": asset.name, "uri": asset.uri, "extra": {}},
+            "extra": {"table": "demo.orders", "tag": tag, "previous_tag": previous, "snapshot_id": day},
+            "source_task_id": "create_tag", "source_dag_id": "d", "source_run_id": "r", "source_map_index": -1,
+            "source_aliases": [{"name": "paimon_tags"}], "timestamp": pendulum.datetime(2026, 11, day, tz="UTC")})
+
+    newest = choose(triggering_asset_events={asset: [event(12, "2026-11-11", "2026-11-10"),
+                                                     event(11, "2026-11-10", None)]})
+    assert newest == {"table": "demo.orders", "tag": "2026-11-11", "start": "2026-11-10"}
+    assert choose(triggering_asset_events={asset: [event(11, "2026-11-10", None)]})["start"] == "2026-11-10"
+    with pytest.raises(ValueError, match="not triggered by a tag's asset event"):
+        choose(triggering_asset_events={})

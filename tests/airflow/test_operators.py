@@ -271,6 +271,8 @@ def test_asset_event_through_the_alias(table, warehouse, now):
     assert events[0].extra == {
         "tag": "2026-11-11",
         "snapshot_id": table.snapshot_ids["s3"],
+        "previous_tag": None,
+        "previous_snapshot_id": None,
         "table": "db.orders",
         "warehouse": warehouse,
         "status": "created",
@@ -278,6 +280,19 @@ def test_asset_event_through_the_alias(table, warehouse, now):
         "period_end": "2026-11-12T00:00:00+00:00",
         "run_type": None,
     }
+
+
+def test_asset_event_names_the_previous_periodic_tag(table, now):
+    """The next period's event carries the range a downstream export reads: (previous tag, tag]."""
+    op = CreateTagOperator(task_id="tag", table="db.orders")
+    op.execute(daily(utc(2026, 11, 12)))
+    ctx = daily(utc(2026, 11, 13))
+    result = op.execute(ctx)
+    [event] = ctx["outlet_events"][AssetAlias(name="paimon_tags")].asset_alias_events
+    assert {k: event.extra[k] for k in ("tag", "snapshot_id", "previous_tag", "previous_snapshot_id")} == {
+        "tag": "2026-11-12", "snapshot_id": table.snapshot_ids["s5"],
+        "previous_tag": "2026-11-11", "previous_snapshot_id": table.snapshot_ids["s3"]}
+    assert (result["previous_tag"], result["previous_snapshot_id"]) == ("2026-11-11", table.snapshot_ids["s3"])
 
 
 def test_asset_event_on_a_given_asset(table, now):

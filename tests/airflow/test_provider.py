@@ -47,8 +47,8 @@ def test_provider_info_contents():
             "airflow_paimon.operators.merge",
             "airflow_paimon.operators.maintenance",
         ],
-        "sensors": ["airflow_paimon.sensors.tags"],
-        "triggers": ["airflow_paimon.triggers.tags"],
+        "sensors": ["airflow_paimon.sensors.tags", "airflow_paimon.sensors.changes"],
+        "triggers": ["airflow_paimon.triggers.tags", "airflow_paimon.triggers.changes"],
     }
     integrations = {i["integration-name"] for i in info["integrations"]}
     for key in ("hooks", "operators", "sensors", "triggers"):

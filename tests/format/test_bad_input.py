@@ -85,8 +85,11 @@ def test_bad_tables_are_refused_before_anything_is_written(catalog, kwargs, erro
 
 
 def test_unsupported_types_are_refused(catalog):
-    with pytest.raises(UnsupportedTableError, match="list"):
-        catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("xs", pa.list_(pa.int64()))]))
+    with pytest.raises(UnsupportedTableError, match="column 'xs': Arrow type time32"):
+        catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("xs", pa.list_(pa.time32("s")))]))
+    with pytest.raises(UnsupportedTableError, match="column 't': Arrow type time32"):
+        catalog.create_table("db.nested", pa.schema([("id", pa.int64()), ("t", pa.time32("s"))]))
+    assert not catalog.table_exists("db.nested")
 
 
 def test_a_table_with_an_unsupported_column_type_opens_but_refuses_reads_and_writes(catalog, tmp_path):

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_paimon.format import Catalog
+from tests.sizes import scaled
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
 KEYS = st.tuples(st.integers(0, 5), st.sampled_from(["x", "y"]))
@@ -30,7 +31,7 @@ def apply(model: dict, step) -> None:
             model.pop(key, None)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=2, max_size=8), data=st.data())
 def test_diff_and_delta_follow_the_model(steps, data):
     root = tempfile.mkdtemp()

@@ -19,6 +19,7 @@ from airflow_paimon.format.kernels import (
     last_of_each_key,
     null_safe_equal,
 )
+from tests.sizes import scaled
 
 # Keys over few values, with nulls, so that runs, duplicates and null keys all occur often.
 ints = st.one_of(st.none(), st.integers(-3, 3))
@@ -35,7 +36,7 @@ def _columns(keys: list[tuple]) -> list[pa.Array]:
     return [pa.array([k[0] for k in keys], pa.int64()), pa.array([k[1] for k in keys], pa.string())]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(pairs)
 def test_last_of_each_key_keeps_the_last_row_of_every_key(keys):
     keys = sorted(keys, key=_sort_key)
@@ -46,7 +47,7 @@ def test_last_of_each_key_keeps_the_last_row_of_every_key(keys):
     assert sorted(i for i in range(len(keys)) if mask[i]) == sorted(model.values())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(pairs)
 def test_equal_runs_are_the_groups_of_equal_keys(keys):
     keys = sorted(keys, key=_sort_key)
@@ -65,7 +66,7 @@ def test_equal_runs_without_key_columns_is_one_run_and_chunked_columns_work():
     assert equal_runs([chunked], 5) == [(0, 2), (2, 3), (3, 5)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(st.lists(st.tuples(ints, ints), max_size=30))
 def test_null_safe_equal_treats_two_nulls_as_equal(values):
     a = pa.array([v[0] for v in values], pa.int64())
@@ -73,7 +74,7 @@ def test_null_safe_equal_treats_two_nulls_as_equal(values):
     assert null_safe_equal(a, b).tolist() == [x == y for x, y in values]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(pairs)
 def test_check_unique_keys_names_a_duplicate_and_counts_the_extra_rows(keys):
     rows = pa.table(dict(zip(["k", "s"], _columns(keys))))
@@ -105,7 +106,7 @@ def test_check_unique_keys_shows_other_columns_when_asked():
 values = st.one_of(st.none(), st.integers(0, 2))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(st.dictionaries(st.integers(0, 8), values, max_size=8), st.dictionaries(st.integers(0, 8), values, max_size=8))
 def test_diff_rows_matches_a_dict_model(before, after):
     def table(d: dict[int, int | None]) -> pa.Table:

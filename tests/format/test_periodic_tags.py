@@ -16,6 +16,7 @@ from airflow_paimon.format.periodic_tags import RunTimes, period_of_run
 from airflow_paimon.format.periods import PeriodSpec
 from tests.e2e.tables import commit_at, create_table
 from tests.format.upkeep_helpers import tree_digest
+from tests.sizes import scaled
 
 
 def utc(*args: int) -> pendulum.DateTime:
@@ -221,7 +222,7 @@ def tables(tmp_path_factory):
     return get
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled(150), deadline=None)
 @given(
     interval=st.integers(1, 5),
     create_time=st.times().map(lambda t: f"{t.hour:02d}:{t.minute:02d}"),

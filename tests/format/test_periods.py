@@ -20,6 +20,7 @@ from airflow_paimon.format.period_values import (
     timezone_name,
 )
 from airflow_paimon.format.periods import EPOCH, Period, PeriodSpec
+from tests.sizes import scaled
 
 UTC = pendulum.UTC
 BERLIN = "Europe/Berlin"
@@ -631,7 +632,7 @@ TIMEZONES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=scaled(300), deadline=None)
 @given(
     seconds=st.integers(min_value=-10 * 365 * 86400, max_value=80 * 365 * 86400),
     interval=st.integers(min_value=1, max_value=10),

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 from airflow_paimon.format import Catalog, CommitConflictError, CommitMessage, Split, TableNotFoundError
+from tests.sizes import scaled
 
 from .conftest import ORDERS, orders
 
@@ -217,7 +218,7 @@ def test_random_commits_match_a_model(catalog, key_type):
     model: dict = {}
     history = []
     conv = (lambda i: i) if key_type == pa.int64() else (lambda i: f"key-{i:04d}")
-    for step in range(25):
+    for step in range(scaled(25)):
         keys = rng.sample(range(200), rng.randint(1, 60))
         rows = [(conv(k), k % 3, rng.randint(0, 10**6)) for k in keys]
         if rng.random() < 0.3:

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_paimon.spark.tasks import balanced_groups, bucket_groups
+from tests.sizes import scaled
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(st.lists(st.integers(0, 1000), max_size=30), st.integers(1, 8))
 def test_balanced_groups_place_every_unit_once_in_at_most_k_groups(sizes, k):
     groups = balanced_groups(sizes, k)
@@ -22,7 +23,7 @@ def test_balanced_groups_place_every_unit_once_in_at_most_k_groups(sizes, k):
         assert max(totals) - min(totals) <= max(max(1, s) for s in sizes)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["a", "b"])), st.integers(0, 2)), max_size=30))
 def test_bucket_groups_hold_each_partition_and_bucket_once_in_row_order(rows):
     data = pa.table({"p": pa.array([p for p, _ in rows], pa.string()),

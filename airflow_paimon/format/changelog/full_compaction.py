@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..kernels import last_of_each_key
+from ..kernels import last_of_each_key, semi_join
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from ..versions import version_sort_indices
@@ -65,7 +65,7 @@ def compaction_changelog(table: "Table", rows: pa.Table, top: int) -> pa.Table:
     before = newest(table, before_rows.drop_columns([LEVEL]))
     if before.num_rows:
         keys = table.schema().trimmed_primary_keys
-        before = before.join(after.select(keys), keys=keys, join_type="left semi")
+        before = semi_join(before, after, keys)
     return changes(table, before, after)
 
 

@@ -13,13 +13,13 @@ at the end an `insert`, at both with other values an `update_preimage` (the star
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from ..kernels import null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
 from ..read import fill_partition, merge_on_read, read_files
@@ -106,14 +106,7 @@ def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
 
 def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
     """Row-wise equality where two NULLs are equal."""
-    try:
-        raw: Any = pc.equal(a, b)
-        eq: Any = pc.fill_null(raw, False)
-        both_null: Any = pc.and_(pc.is_null(a), pc.is_null(b))
-        same: Any = pc.or_(eq, both_null)
-        return np.asarray(same.to_numpy(zero_copy_only=False), dtype=np.bool_)
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # nested types: compared as values
-        return np.array([x == y for x, y in zip(a.to_pylist(), b.to_pylist())], dtype=bool)
+    return null_safe_equal(a, b)
 
 
 def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:

@@ -34,7 +34,7 @@ def assign_buckets(df: DataFrame, table: Table, bucket_column: str = BUCKET_COLU
     """`df` (with the table's bucket-key columns) plus the bucket Paimon gives each row (int)."""
     out_schema = T.StructType(df.schema.fields + [T.StructField(bucket_column, T.IntegerType(), True)])
     xschema = exchange_schema(out_schema)
-    if not table.is_primary_key:
+    if not table.is_primary_key and table.core_options.bucket < 1:  # an unbucketed append table
         return df.withColumn(bucket_column, F.lit(0).cast("int"))
     missing = [k for k in table.bucket_keys if k not in df.columns]
     if missing:

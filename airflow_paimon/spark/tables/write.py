@@ -82,7 +82,8 @@ _MESSAGE_SCHEMA = T.StructType([
 def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: str, what: str,
                 assign: bool = False, kinds_given: bool = True) -> Any:
     logical = table.arrow_schema()
-    bucket_keys = table.bucket_keys if table.is_primary_key else []
+    # Primary-key tables and bucketed append tables hash their bucket key; unbucketed append tables use bucket 0.
+    bucket_keys = table.bucket_keys if table.is_primary_key or table.core_options.bucket >= 1 else []
     key_schema = bucket_key_schema(table) if bucket_keys else None
     num_buckets = table.core_options.bucket
     names = logical.names
