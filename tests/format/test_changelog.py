@@ -167,23 +167,33 @@ def test_lookup_merges_several_changes_of_a_key_and_respects_sequence_field(cata
 
 
 def test_lookup_reads_only_the_files_whose_key_range_can_hold_the_keys(catalog, monkeypatch):
+    from airflow_paimon.format import key_reads
     from airflow_paimon.format.changelog import lookup as lookup_module
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"changelog-producer": "lookup",
                                                                       "bucket": "1"})
     for start in range(0, 30, 10):
         t.write(kv([(k, "a", k, 0) for k in range(start, start + 10)]))
-    read = []
-    real = lookup_module.Lookup.read
+    whole: list[str] = []
+    opened: list[tuple[str, tuple[str, ...]]] = []
+    real_read, real_file = lookup_module.Lookup.read, key_reads.read_data_file
 
     def counting(self, partition, bucket, files):
-        read.extend(f.file_name for f in files)
-        return real(self, partition, bucket, files)
+        whole.extend(f.file_name for f in files)
+        return real_read(self, partition, bucket, files)
+
+    def counting_file(io, path, columns, target):
+        opened.append((path.rsplit("/", 1)[-1], columns.names))
+        return real_file(io, path, columns, target)
 
     monkeypatch.setattr(lookup_module.Lookup, "read", counting)
+    monkeypatch.setattr(key_reads, "read_data_file", counting_file)
     snap = t.write(kv([(25, "a", 250, 0)]))
     assert changelog_rows(t, snap) == [("-U", 25, "a", 25, 0), ("+U", 25, "a", 250, 0)]
-    # The before value comes from the one file holding keys 20..29; the new file moves up by metadata only.
-    assert len(read) == 1
+    # The before value comes from the one file holding keys 20..29 (its key column first, then its values); no
+    # file is read whole, and the new file moves up by metadata only.
+    assert whole == []
+    assert len({name for name, _ in opened}) == 1
+    assert opened[0][1] == ("k",)
     assert sorted(e.file.level for e in t.file_entries(snap)) == [1, 2, 3, 4]
 
 

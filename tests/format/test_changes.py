@@ -369,3 +369,27 @@ def test_diff_skips_shared_files_whose_keys_did_not_change(catalog):
     assert kept == 1
     got = feed(t, "compacted", None, mode="diff")
     assert [g[1:] for g in got] == [("update_preimage", 5, "a", "v5"), ("update_postimage", 5, "a", "new5")]
+
+
+def test_diff_reads_a_shared_file_once_and_its_values_only_when_it_holds_a_changed_key(catalog, monkeypatch):
+    from airflow_paimon.format import key_reads
+    t = make(catalog, bucket="1")
+    t.write(rows(range(0, 100, 2)))      # even keys, one file both ends share
+    t.create_tag("start")
+    t.write(rows([5]))                   # inside the shared file's key range, but not in it
+    t.create_tag("insert")
+    t.write(rows([4], tag="new"))        # in it
+    opened: list[tuple[str, ...]] = []
+    real = key_reads.read_data_file
+
+    def counting(io, path, columns, target):
+        opened.append(columns.names)
+        return real(io, path, columns, target)
+
+    monkeypatch.setattr(key_reads, "read_data_file", counting)
+    assert [g[1:] for g in feed(t, "start", "insert", mode="diff")] == [("insert", 5, "a", "v5")]
+    assert opened == [("id",)]          # its keys only: no value of any other key is decoded
+    opened.clear()
+    assert [g[1:] for g in feed(t, "insert", None, mode="diff")] == [("update_preimage", 4, "a", "v4"),
+                                                                     ("update_postimage", 4, "a", "new4")]
+    assert len(opened) == 2 and opened[0] == ("id",)   # keys, then the values of key 4, for both ends at once

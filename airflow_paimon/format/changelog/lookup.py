@@ -15,17 +15,15 @@ compaction would: so concurrent writers, or a crash between the two snapshots, l
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..binary_row import deserialize_row
 from ..compact import max_level
 from ..data_file import write_kv_file
-from ..kernels import semi_join
+from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..read import fill_partition, read_files
 from ..scan import Split
@@ -52,17 +50,6 @@ class Lookup:
         self.files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         for e in table.file_entries(base):
             self.files.setdefault((e.partition, e.bucket), []).append(e.file)
-        self.key_types = [table.schema().arrow_type(k) for k in table.schema().trimmed_primary_keys]
-
-    def _may_hold(self, files: list[DataFileMeta], keys: list[tuple[Any, ...]]) -> list[DataFileMeta]:
-        out = []
-        for f in files:
-            low = tuple(deserialize_row(f.min_key, self.key_types))
-            high = tuple(deserialize_row(f.max_key, self.key_types))
-            i = bisect.bisect_left(keys, low)
-            if i < len(keys) and keys[i] <= high:
-                out.append(f)
-        return out
 
     def read(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> pa.Table:
         table = self.table
@@ -71,6 +58,16 @@ class Lookup:
             return schema.empty_table()
         split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
         parts = read_files(table, split, schema.names, schema)
+        return fill_partition(table, split, pa.concat_tables(parts))
+
+    def read_keys(self, partition: tuple, bucket: int, files: list[DataFileMeta], wanted: pa.Table) -> pa.Table:
+        """The rows of `files` whose key is one of `wanted`'s, without reading the values of any other key."""
+        table = self.table
+        schema = file_schema(table)
+        split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
+        parts = read_rows_of_keys(table, split, schema.names, schema, wanted)
+        if not parts:
+            return schema.empty_table()
         return fill_partition(table, split, pa.concat_tables(parts))
 
     def bucket_files(self, partition: tuple, bucket: int) -> list[DataFileMeta]:
@@ -86,10 +83,9 @@ class Lookup:
         level0 = self.read(partition, bucket, [f for f in files if f.level == 0])
         key_rows = rows.select(key_names)
         wanted = pa.concat_tables([key_rows, level0.select(key_names).cast(key_rows.schema)])
-        keys = sorted(set(zip(*[wanted.column(k).to_pylist() for k in key_names])))
-        upper = self.read(partition, bucket, self._may_hold([f for f in files if f.level > 0], keys))
-        if upper.num_rows:
-            upper = semi_join(upper, wanted.group_by(key_names).aggregate([]), key_names)
+        if level0.num_rows:
+            wanted = wanted.group_by(key_names).aggregate([])
+        upper = self.read_keys(partition, bucket, [f for f in files if f.level > 0], wanted)
         if table.core_options.ignore_delete:
             upper = upper.filter(pa.array(is_add(upper.column(VALUE_KIND))))
             level0 = level0.filter(pa.array(is_add(level0.column(VALUE_KIND))))

@@ -1,29 +1,30 @@
 """The `diff` mode: the two ends of the range compared key by key, one (partition, bucket) at a time.
 
 Only groups whose files differ between the ends are read (a file both ends list holds the same rows at both).
-Inside such a group only the keys of the files one end lists alone can have changed; a shared file is read only
-when its key range may hold one of them, and only those keys are compared. So the cost follows what changed, not
-the table; snapshots between the ends are never read, so a diff still answers after all of them expired.
-Where the number of buckets of a partition differs between the ends
-(a rescale), that partition is compared as a whole. A key only at the start is a `delete`, only at the end an
-`insert`, at both with other values an `update_preimage` (the start's row) followed by its `update_postimage`.
-Paimon's own diff gives the new rows only; the pre-images and deletes are this library's extension.
+Inside such a group only the keys of the files one end lists alone can have changed; a shared file is opened only
+when its key range may hold one of them, then only its key columns are read, and its other columns only when it
+holds a changed key, keeping only those keys' rows (key_reads.py); it is read once for both ends. So the cost
+follows what changed and the files that may hold it, not the whole table; snapshots between the ends are never
+read, so a diff still answers after all of them expired. Where the number of buckets of a partition differs
+between the ends (a rescale), that partition is compared as a whole. A key only at the start is a `delete`, only
+at the end an `insert`, at both with other values an `update_preimage` (the start's row) followed by its
+`update_postimage`. Paimon's own diff gives the new rows only; the pre-images and deletes are this library's extension.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..binary_row import deserialize_row
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from ..kernels import null_safe_equal, semi_join
+from ..kernels import null_safe_equal
+from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
-from ..read import read_split
+from ..read import fill_partition, merge_on_read, read_files
 from ..scan import Split
+from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from .bounds import Bound
 from .rows import read_with_kinds
 
@@ -47,20 +48,60 @@ def _bucket_counts(entries: list[ManifestEntry]) -> dict[bytes, set[int]]:
     return out
 
 
-def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str]) -> pa.Table:
-    """The merged rows of these entries (one bucket, or every bucket of a rescaled partition)."""
+def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
+           shared: dict[int, list[tuple[DataFileMeta, pa.Table]]]) -> pa.Table:
+    """The merged rows of the changed keys at one end (one bucket, or every bucket of a rescaled partition):
+    `entries` are the files only this end lists (read whole: every key in them is a changed key), `shared` holds
+    the changed keys' rows of the files both ends list (per bucket, read once for both ends)."""
     by_bucket: dict[int, list[DataFileMeta]] = {}
     for e in entries:
         by_bucket.setdefault(e.bucket, []).append(e.file)
+    for bucket in shared:
+        by_bucket.setdefault(bucket, [])
     values = table.partition_codec.from_bytes(partition)
-    parts = []
+    schema = table.schema()
+    keys = schema.trimmed_primary_keys
+    options = table.core_options
+    file_schema = pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
+                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+    columns = list(dict.fromkeys(names + keys + list(options.sequence_fields) + list(schema.partition_keys)))
+    system = [SEQUENCE_NUMBER, VALUE_KIND]
+    out = []
     for bucket in sorted(by_bucket):
-        files = sorted(by_bucket[bucket], key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
-        parts.append(read_split(table, Split(values, partition, bucket, files), names))
-    if not parts:
+        own = by_bucket[bucket]
+        split = Split(values, partition, bucket, own)
+        read = dict(zip([id(f) for f in own], read_files(table, split, columns + system, file_schema)))
+        parts = [(f, read[id(f)]) for f in own] + shared.get(bucket, [])
+        if not parts:
+            continue
+        parts.sort(key=lambda p: (-p[0].level, p[0].max_sequence_number, p[0].min_sequence_number))
+        files = [f for f, _ in parts]
+        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
+        merged = merge_on_read([rows for _, rows in parts], keys, list(options.sequence_fields), ordered, True,
+                               seq_descending=options.sequence_descending, ignore_delete=options.ignore_delete)
+        out.append(fill_partition(table, split, merged).select(names))
+    if not out:
         logical = table.arrow_schema()
         return pa.schema([logical.field(n) for n in names]).empty_table()
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return pa.concat_tables(out) if len(out) > 1 else out[0]
+
+
+def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
+                 changed: pa.Table) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
+    """Per bucket, the rows of the changed keys in the files both ends list (each file read once)."""
+    schema = table.schema()
+    options = table.core_options
+    file_schema = pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
+                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+    columns = list(dict.fromkeys(names + schema.trimmed_primary_keys + list(options.sequence_fields) +
+                                 list(schema.partition_keys))) + [SEQUENCE_NUMBER, VALUE_KIND]
+    values = table.partition_codec.from_bytes(partition)
+    out: dict[int, list[tuple[DataFileMeta, pa.Table]]] = {}
+    for e in entries:
+        split = Split(values, partition, e.bucket, [e.file])
+        for rows in read_rows_of_keys(table, split, columns, file_schema, changed):
+            out.setdefault(e.bucket, []).append((e.file, rows))
+    return out
 
 
 def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
@@ -125,12 +166,12 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
         changed = _changed_keys(table, only, trimmed)
         if changed.num_rows == 0:
             continue
-        shared = [e for e in files_before if e.file.file_name in names_after
-                  and _may_hold(table, e.file, trimmed, changed)]
-        start_files = shared + [e for e in files_before if e.file.file_name not in names_after]
-        end_files = shared + [e for e in files_after if e.file.file_name not in names_before]
-        old = _only(_state(table, partition, start_files, names), changed, trimmed)
-        new = _only(_state(table, partition, end_files, names), changed, trimmed)
+        shared = _shared_rows(table, partition, [e for e in files_before if e.file.file_name in names_after],
+                              names, changed)
+        old = _state(table, partition, [e for e in files_before if e.file.file_name not in names_after], names,
+                     shared)
+        new = _state(table, partition, [e for e in files_after if e.file.file_name not in names_before], names,
+                     shared)
         rows, kinds = compare(old, new, keys)
         if rows.num_rows:
             yield rows, kinds
@@ -142,26 +183,3 @@ def _changed_keys(table: "Table", entries: list[ManifestEntry], keys: list[str])
     if not parts:
         return pa.schema([table.arrow_schema().field(k) for k in keys]).empty_table()
     return pa.concat_tables(parts).group_by(keys).aggregate([])
-
-
-def _may_hold(table: "Table", meta: DataFileMeta, keys: list[str], changed: pa.Table) -> bool:
-    """Whether a file both ends share may hold one of the changed keys, by its first key column's range."""
-    written = table.schema_by_id(meta.schema_id)
-    try:
-        types = [written.arrow_type(k) for k in written.trimmed_primary_keys]
-        lo = deserialize_row(meta.key_stats.min_values, types)[0]
-        hi = deserialize_row(meta.key_stats.max_values, types)[0]
-        bounds: Any = pc.min_max(changed.column(keys[0]))
-        first, last = bounds["min"].as_py(), bounds["max"].as_py()
-        if lo is None or hi is None or first is None or last is None:
-            return True
-        return bool(lo <= last and first <= hi)
-    except Exception:  # statistics of an unexpected shape: read the file
-        return True
-
-
-def _only(state: pa.Table, changed: pa.Table, keys: list[str]) -> pa.Table:
-    """The rows of `state` whose key changed (the state was read from part of the shared files only)."""
-    if state.num_rows == 0:
-        return state
-    return semi_join(state, changed, keys)

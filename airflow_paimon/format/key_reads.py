@@ -1,0 +1,101 @@
+"""Reading only the rows of some keys out of a bucket's data files, for the lookup producer and the `diff` mode.
+
+Both need the versions of a few keys (those a write or a changed file touches) out of files that may hold many
+more. A file whose key range [minKey, maxKey] (from its manifest entry) cannot hold one of the keys is not
+opened; of the others only the key columns are read first, and the rest of the wanted columns are read only
+from files holding at least one of the keys, keeping only those keys' rows. Every step works on whole Arrow
+arrays: the range test on the first key column, membership by `is_in` (one key column) or a semi join.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .binary_row import deserialize_row
+from .evolution import file_columns, read_data_file
+from .manifest import DataFileMeta
+from .scan import Split
+
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["may_hold_keys", "read_rows_of_keys"]
+
+_ROW = "__row"
+
+
+def may_hold_keys(table: "Table", meta: DataFileMeta, first_keys: pa.Array) -> bool:
+    """Whether the file's key range may hold one of the keys whose first key column is `first_keys`.
+
+    A key inside [minKey, maxKey] (ordered as tuples) has its first column inside the first columns' range, so
+    testing that column alone never skips a file that holds a key; statistics of an unexpected shape keep it."""
+    if len(first_keys) == 0:
+        return False
+    written = table.schema_by_id(meta.schema_id)
+    try:
+        key_type = written.arrow_type(written.trimmed_primary_keys[0])
+        lo = deserialize_row(meta.min_key, [key_type])[0]
+        hi = deserialize_row(meta.max_key, [key_type])[0]
+        if lo is None or hi is None:
+            return True
+        low = pa.scalar(lo, key_type).cast(first_keys.type)
+        high = pa.scalar(hi, key_type).cast(first_keys.type)
+        inside: Any = pc.and_(pc.greater_equal(first_keys, low), pc.less_equal(first_keys, high))
+        return bool(pc.any(inside).as_py())
+    except Exception:  # statistics or types of an unexpected shape: read the file
+        return True
+
+
+def _positions(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s."""
+    if len(keys) == 1:
+        column = file_keys.column(keys[0])
+        values = wanted.column(keys[0]).cast(column.type)
+        if (pa.types.is_integer(column.type) or pa.types.is_temporal(column.type)) and column.null_count == 0 \
+                and values.null_count == 0:
+            # A data file holds its keys sorted and once each: a binary search per wanted key.
+            stored = column.to_numpy()
+            if len(stored) == 0:
+                return np.zeros(0, dtype=np.int64)
+            if len(stored) < 2 or bool((stored[1:] > stored[:-1]).all()):
+                sought = values.to_numpy()
+                at = np.minimum(np.searchsorted(stored, sought), len(stored) - 1)
+                return np.unique(at[stored[at] == sought])
+        mask = pc.is_in(column, value_set=values.combine_chunks())
+        return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    numbered = file_keys.append_column(_ROW, pa.array(np.arange(file_keys.num_rows, dtype=np.int64)))
+    hits = numbered.join(wanted.select(list(keys)).cast(file_keys.schema), list(keys), join_type="left semi")
+    return np.sort(hits.column(_ROW).to_numpy())
+
+
+def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], schema: pa.Schema,
+                      wanted: pa.Table) -> list[pa.Table]:
+    """For each file of `split` that holds one of the keys of `wanted` (distinct rows of the trimmed primary
+    keys), its rows of those keys, in file order, as `columns` typed by `schema` (which holds the keys).
+    Files holding none of them are left out."""
+    keys = table.schema().trimmed_primary_keys
+    current = table.schema()
+    first = wanted.column(keys[0]).combine_chunks()
+    rest = [c for c in columns if c not in keys]
+    out = []
+    for meta in split.files:
+        if not may_hold_keys(table, meta, first):
+            continue
+        path = table.data_file_path(split.partition, split.bucket, meta)
+        written = table.schema_by_id(meta.schema_id)
+        file_keys = read_data_file(table.io, path, file_columns(current, written, keys), schema)
+        rows = _positions(file_keys, wanted, keys)
+        if len(rows) == 0:
+            continue
+        take = pa.array(rows)
+        if rest:
+            values = read_data_file(table.io, path, file_columns(current, written, rest), schema).take(take)
+            arrays = [file_keys.column(c).take(take) if c in keys else values.column(c) for c in columns]
+        else:
+            arrays = [file_keys.column(c).take(take) for c in columns]
+        out.append(pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns])))
+    return out
