@@ -73,6 +73,6 @@ def merge_here_or_refuse(table: Table, source: Any, *, source_format: str | None
         return refuse(f"the MERGE {describe_budget(plan, memory_budget)}")
     plan.details["source"] = found.describe()
     result = plan.run(memory_budget)
-    reason = f"in process: the MERGE {describe_budget(plan, memory_budget)}"
+    reason = f"the MERGE {describe_budget(plan, memory_budget)}"
     result["engine_reason"] = reason
     return Decision(result, reason)

@@ -91,7 +91,9 @@ def compile_merge(con: duckdb.DuckDBPyConnection, table: Table, clauses: Sequenc
     empty = joined_schema.empty_table()
     con.register("joined", empty)
     try:
-        branches, values, typed = [], {f.name: [] for f in logical}, []
+        branches: list[str] = []
+        values: dict[str, list[str]] = {f.name: [] for f in logical}
+        typed: list[tuple[MergeClause, pa.Field, str]] = []
         for idx, c in enumerate(clauses):
             label = f"clause #{idx + 1} ({c.describe()})"
             cond = kind_of[c.when]

@@ -167,6 +167,8 @@ class LocalMerge:
         if src is None:
             src = self.source.schema.empty_table()
         n_s, n_t = src.num_rows, target.num_rows
+        ji: pa.Array
+        jt: pa.Array
         if n_t == 0 and not self.full:
             ji, jt = pa.array(np.arange(n_s, dtype=np.int64)), pa.nulls(n_s, pa.int64())
         elif n_s == 0 and self.full:

@@ -159,7 +159,7 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             clauses=spec["clauses"], on=spec["on"], commit_user=spec["commit_user"], commit_identifier=ident,
             memory_budget=args.whole_number(self.memory_budget, "memory_budget", minimum=0), engine=self.engine)
         if decision.result is not None:
-            self.log.info("MERGE into %s in the worker's process (%s): %s (snapshot %s)", spec["target"],
+            self.log.info("MERGE into %s in the worker's process, as %s: %s (snapshot %s)", spec["target"],
                           decision.reason, decision.result["status"], decision.result.get("snapshot_id"))
             return decision.result
         self.log.info("MERGE into %s on Spark: %s", spec["target"], decision.reason)
