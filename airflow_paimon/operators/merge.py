@@ -148,16 +148,30 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         if self.engine == "spark":
             self.log.info("MERGE into %s on Spark: engine='spark'", self.table)
             return dict(super().execute(context), engine_reason="engine='spark'")
-        from airflow_paimon.local_merge.choose import merge_here_or_refuse
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_paimon.format.errors import (
+            InvalidDataError,
+            MergeClauseError,
+            SchemaMismatchError,
+            UnsupportedTableError,
+        )
+        from airflow_paimon.local_merge.choose import LocalMergeRefused, merge_here_or_refuse
 
         spec = self.build_spec(context)
         ident = spec["commit_identifier"]
         if spec.get("reapply"):
             ident = reapply_identifier(ident, spec["reapply_token"])
-        decision = merge_here_or_refuse(
-            self.paimon_hook().get_table(spec["target"]), spec["source"], source_format=spec["source_format"],
-            clauses=spec["clauses"], on=spec["on"], commit_user=spec["commit_user"], commit_identifier=ident,
-            memory_budget=args.whole_number(self.memory_budget, "memory_budget", minimum=0), engine=self.engine)
+        try:
+            decision = merge_here_or_refuse(
+                self.paimon_hook().get_table(spec["target"]), spec["source"], source_format=spec["source_format"],
+                clauses=spec["clauses"], on=spec["on"], commit_user=spec["commit_user"], commit_identifier=ident,
+                memory_budget=args.whole_number(self.memory_budget, "memory_budget", minimum=0), engine=self.engine)
+        except (MergeClauseError, InvalidDataError, SchemaMismatchError, UnsupportedTableError,
+                LocalMergeRefused) as e:
+            # Bad input, as the Spark application reports it: running the task again cannot help.
+            raise AirflowFailException(f"{e} [the in-process MERGE refused its input; the task is not retried]") \
+                from e
         if decision.result is not None:
             self.log.info("MERGE into %s in the worker's process, as %s: %s (snapshot %s)", spec["target"],
                           decision.reason, decision.result["status"], decision.result.get("snapshot_id"))

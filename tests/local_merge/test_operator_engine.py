@@ -56,3 +56,18 @@ def test_engine_is_checked_when_the_dag_is_parsed():
 
     with pytest.raises(ArgumentError, match="engine"):
         MergeIncrementalOperator(task_id="merge", table="db.t", source="/x", engine="duckdb")
+
+
+def test_bad_input_fails_the_task_without_retries(warehouse, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_paimon.merge import matched_update
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    path = str(tmp_path / "day.parquet")
+    pq.write_table(pa.table({"id": [2, 2], "v": [20.0, 21.0]}), path)
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source=path, engine="local",
+                                  clauses=[matched_update(condition="s.v > t.v")])
+    with pytest.raises(AirflowFailException, match="several rows for one target primary key.*not retried"):
+        op.execute(context())
+    assert warehouse.get_table("db.t").latest_snapshot().id == 1
