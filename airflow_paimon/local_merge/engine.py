@@ -26,9 +26,11 @@ from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, equal_runs
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import ScanPlanner
+from airflow_paimon.format.versions import kinds_to_write
 from airflow_paimon.merge import (
     NOT_MATCHED_BY_SOURCE,
     MergeClause,
+    is_plain_upsert,
     normalize_on,
     parse_clauses,
     target_columns_needed,
@@ -77,10 +79,13 @@ class LocalMerge:
     full: bool
     guard: list[str]
     started: float
+    upsert: bool = False
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def touched(self) -> list[tuple[tuple[Any, ...], int]]:
+        if self.upsert:
+            return []
         keys = list(self.groups)
         if self.full:
             keys += [k for k in self.splits if k not in self.groups]
@@ -104,6 +109,8 @@ class LocalMerge:
 
     def run(self, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
         planned = time.monotonic()
+        if self.upsert:
+            return self._upsert(planned)
         con = duckdb.connect()
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET threads = 1")
@@ -153,6 +160,37 @@ class LocalMerge:
         }
         if self.guard:
             result["sequence_guard"] = self.guard
+        result.update(self.details)
+        return result
+
+    def _upsert(self, planned: float) -> dict[str, Any]:
+        """A plain upsert, as the Spark application writes it: the source rows as new level-0 files, without
+        reading the target (merge-on-read, the sequence field and the merge engine decide on read)."""
+        logical = self.table.arrow_schema()
+        names = self.source.column_names
+        data = pa.table({f.name: self.source.column(_resolve(names, f.name) or f.name).cast(f.type) for f in logical})
+        data, kinds = kinds_to_write(self.table.core_options, data, None)
+        if kinds is None:
+            rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
+        else:
+            counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
+            rows = {"inserted": int(counts[0]), "updated": int(counts[2]), "deleted": int(counts[1] + counts[3])}
+        messages = self.table.new_write().write(data, kinds, base_snapshot=self.tx.base, duplicates="error",
+                                                what="the MERGE source") if data.num_rows else []
+        written = time.monotonic()
+        snap = self.tx.commit(messages) if messages else None
+        committed = time.monotonic()
+        base = self.tx.base
+        result = {
+            "target": self.table.identifier, "commit_user": self.tx.commit_id.user if self.tx.commit_id else None,
+            "commit_identifier": self.tx.commit_id.identifier if self.tx.commit_id else None,
+            "status": "committed" if snap is not None else "no_changes",
+            "snapshot_id": snap.id if snap is not None else (base.id if base is not None else None),
+            "engine": "local", "mode": "upsert", "rows": rows, "target_splits_read": 0, "target_rows_read": 0,
+            "timings": {"plan": round(planned - self.started, 3), "write": round(written - planned, 3),
+                        "commit": round(committed - written, 3)},
+            "seconds": round(committed - self.started, 3),
+        }
         result.update(self.details)
         return result
 
@@ -248,7 +286,9 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
         for sp in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
             splits[(sp.partition, sp.bucket)] = sp
     full = any(c.when == NOT_MATCHED_BY_SOURCE for c in parsed)
-    return LocalMerge(table, tx, parsed, on_cols, source, tcols, compiled, groups, splits, full, guard, started)
+    upsert = is_plain_upsert(parsed) and set(on_cols) == set(table.primary_keys)
+    return LocalMerge(table, tx, parsed, on_cols, source, tcols, compiled, groups, splits, full, guard, started,
+                      upsert)
 
 
 def _bucket_groups(table: Table, source: pa.Table) -> dict[tuple[tuple[Any, ...], int], pa.Table]:

@@ -110,3 +110,10 @@ def test_the_cli_merges_in_process(table, tmp_path, capsys):
                  "--clauses", '[{"when": "matched", "action": "update", "set": {"v": "s.v / 2"}}]',
                  "--engine", "local"])
     assert code == 1 and "engine='local' cannot run this MERGE" in capsys.readouterr().err
+
+
+def test_a_plain_upsert_reads_no_target_data(table, tmp_path):
+    d = merge_here_or_refuse(table, source(tmp_path, [5, 20]))
+    assert d.result["mode"] == "upsert" and d.result["target_rows_read"] == 0
+    assert d.result["rows"] == {"inserted": 2, "updated": 0, "deleted": 0}
+    assert {r["id"]: r["v"] for r in table.read().to_pylist()}[5] == 50.0 and table.read().num_rows == 11
