@@ -21,7 +21,7 @@ inside the application after the SparkSession is up, "spark-submit" the wall tim
 * delta-rs: ``deltalake`` MERGE (update all / insert all) of the same increment, in-process;
 * in-process engine (``engine="local"``): the operator's in-worker MERGE (``airflow_paimon.local_merge``) of the
   upsert and of the conditional merge, each in a fresh Python process that imports first and then times only the
-  MERGE (what a DAG author waits for in the worker), with that process's peak memory (max RSS).
+  MERGE (what a DAG author waits for in the worker), with that process's peak resident memory (VmHWM).
 
 ``--skip-spark`` leaves out every spark-submit variant (for the in-process engine against delta-rs alone).
 
@@ -209,7 +209,7 @@ def delta_merge(data: dict, work: Path) -> float | None:
 
 
 IN_PROCESS_APP = """
-import json, resource, sys, time
+import json, sys, time
 from airflow_paimon.format import Catalog
 from airflow_paimon.local_merge.choose import merge_here_or_refuse
 wh, incr, clauses = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -217,7 +217,9 @@ table = Catalog(wh).get_table("bench.history")
 t0 = time.monotonic()
 d = merge_here_or_refuse(table, incr, clauses=clauses, commit_user="bench", commit_identifier=1, engine="local")
 seconds = time.monotonic() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+with open("/proc/self/status") as f:
+    peak = next(int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:"))
 print("BENCH_RESULT", json.dumps({"seconds": seconds, "peak": peak, "result": d.result}), flush=True)
 """
 
