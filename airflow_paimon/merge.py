@@ -40,7 +40,7 @@ __all__ = [
     "matched_update", "matched_delete", "not_matched_insert",
     "not_matched_by_source_update", "not_matched_by_source_delete",
     "default_clauses", "parse_clauses", "validate_clauses", "is_plain_upsert", "referenced_columns",
-    "normalize_on", "check_clause_order", "SOURCE_FORMATS", "FEED_KEY",
+    "normalize_on", "check_clause_order", "target_columns_needed", "SOURCE_FORMATS", "FEED_KEY",
 ]
 
 SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
@@ -300,6 +300,25 @@ def normalize_on(on: Any, primary_keys: Sequence[str], target_columns: Sequence[
             "(A merge into a primary-key table matches rows by their key; put further conditions into the "
             "clauses.)")
     return out
+
+
+def target_columns_needed(names: Sequence[str], primary_keys: Sequence[str], sequence_fields: Sequence[str],
+                          clauses: Sequence[MergeClause], on: Sequence[str], guard_fields: Sequence[str]) -> list[str]:
+    """The target columns (of `names`, in that order) the clauses read: conditions, values, the columns an
+    update keeps, the sequence fields a delete keeps; a plain upsert needs only the keys."""
+    need = set(primary_keys) | set(on) | set(guard_fields)
+    by_lower = {n.lower(): n for n in names}
+    for c in clauses:
+        need |= referenced_columns(c.condition, "t", names, include_unqualified=c.when != NOT_MATCHED)
+        if isinstance(c.assignments, Mapping):
+            for expr in c.assignments.values():
+                need |= referenced_columns(expr, "t", names, include_unqualified=c.when != NOT_MATCHED)
+            if c.action == "update":
+                assigned = {by_lower.get(k.lower()) for k in c.assignments}
+                need |= {n for n in names if n not in assigned}
+        if c.action == "delete":
+            need |= set(sequence_fields)
+    return [n for n in names if n in need]
 
 
 # ---- validation ---------------------------------------------------------------------------------------

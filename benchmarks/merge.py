@@ -19,7 +19,12 @@ inside the application after the SparkSession is up, "spark-submit" the wall tim
 * Spark floor: read the increment, write it as Parquet hash-partitioned by id into 8 files sorted by id (the same
   shape of work as our upsert: one shuffle, local sorts); ``floor (global sort)`` uses ``orderBy`` instead;
 * Hive-style rewrite: read the whole history, full outer join with the increment, write everything;
-* delta-rs: ``deltalake`` MERGE (update all / insert all) of the same increment, in-process.
+* delta-rs: ``deltalake`` MERGE (update all / insert all) of the same increment, in-process;
+* in-process engine (``engine="local"``): the operator's in-worker MERGE (``airflow_paimon.local_merge``) of the
+  upsert and of the conditional merge, each in a fresh Python process that imports first and then times only the
+  MERGE (what a DAG author waits for in the worker), with that process's peak resident memory (VmHWM).
+
+``--skip-spark`` leaves out every spark-submit variant (for the in-process engine against delta-rs alone).
 
 Not a test: prints one table; the targets are checked and reported at the end.
 """
@@ -204,7 +209,40 @@ def delta_merge(data: dict, work: Path) -> float | None:
     return seconds
 
 
-def run(n: int, keep: bool, repeat: int = 1) -> dict:
+IN_PROCESS_APP = """
+import json, sys, time
+from airflow_paimon.format import Catalog
+from airflow_paimon.local_merge.choose import merge_here_or_refuse
+wh, incr, clauses = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+table = Catalog(wh).get_table("bench.history")
+t0 = time.monotonic()
+d = merge_here_or_refuse(table, incr, clauses=clauses, commit_user="bench", commit_identifier=1, engine="local")
+seconds = time.monotonic() - t0
+# VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+with open("/proc/self/status") as f:
+    peak = next(int(x.split()[1]) * 1024 for x in f if x.startswith("VmHWM:"))
+print("BENCH_RESULT", json.dumps({"seconds": seconds, "peak": peak, "result": d.result}), flush=True)
+"""
+
+
+def in_process(data: dict, work: Path, name: str, clauses: list | None) -> tuple[float, float, dict]:
+    """(seconds of the MERGE alone, peak RSS in bytes, result) of the in-process engine in a fresh process."""
+    wh = work / f"wh-local-{name}"
+    shutil.copytree(data["wh"], wh)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", IN_PROCESS_APP, str(wh), data["incr"], json.dumps(clauses)],
+                          env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"in-process merge failed:\n{proc.stderr[-5000:]}")
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("BENCH_RESULT "))
+    doc = json.loads(line.split(" ", 1)[1])
+    assert doc["result"]["status"] == "committed" and doc["result"]["engine"] == "local", doc["result"]
+    doc["result"]["check_rows"] = Catalog(str(wh)).get_table("bench.history").read(columns=["id"]).num_rows
+    shutil.rmtree(wh)
+    return doc["seconds"], doc["peak"], doc["result"]
+
+
+def run(n: int, keep: bool, repeat: int = 1, skip_spark: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"bench-merge-{n}-"))
     try:
         print(f"== N = {n:,}: preparing data in {work}", flush=True)
@@ -216,7 +254,14 @@ def run(n: int, keep: bool, repeat: int = 1) -> dict:
                        {"when": "not_matched", "action": "insert", "values": "*"}]
         runs: dict[str, list] = {k: [] for k in ("upsert", "upsert_spark", "conditional", "floor", "floor_global",
                                                  "rewrite")}
+        local_runs: dict[str, list] = {"local_upsert": [], "local_conditional": []}
         for i in range(repeat):
+            local_runs["local_upsert"].append(in_process(data, work, "upsert", None))
+            local_runs["local_conditional"].append(in_process(data, work, "conditional", conditional))
+            print(f"   round {i + 1}, in-process: " + ", ".join(
+                f"{k} {v[-1][0]:.2f} s, peak {v[-1][1] / 2**20:.0f} MiB" for k, v in local_runs.items()), flush=True)
+            if skip_spark:
+                continue
             # Interleaved, so that load from elsewhere on the machine hits every variant alike.
             runs["upsert"].append(ours(data, work, "upsert", None))
             runs["upsert_spark"].append(ours(data, work, "upsert-spark", None, {"driver_bytes": 0}))
@@ -226,15 +271,17 @@ def run(n: int, keep: bool, repeat: int = 1) -> dict:
             runs["rewrite"].append(rewrite(data, work))
             print(f"   round {i + 1}: " + ", ".join(f"{k} {v[-1][0]:.2f}/{v[-1][1]:.1f}" for k, v in runs.items()),
                   flush=True)
-        for k, v in runs.items():
-            out[k] = min(v, key=lambda x: x[0])   # the fastest in-job time, with its spark-submit time
+        for k, v in list(runs.items()) + list(local_runs.items()):
+            out[k] = min(v, key=lambda x: x[0]) if v else None   # the fastest, with its spark-submit time or peak
         deltas = [d for d in (delta_merge(data, work) for _ in range(repeat)) if d is not None]
         out["delta"] = min(deltas) if deltas else None
         print(f"   delta-rs: {out['delta']}", flush=True)
         expected = n + n // 200
-        for k in ("upsert", "upsert_spark", "conditional"):
-            assert out[k][2]["check_rows"] == expected, (k, out[k][2]["check_rows"], expected)
-        assert out["upsert"][2]["engine"] == "driver" and out["upsert_spark"][2]["engine"] == "spark"
+        for k in ("upsert", "upsert_spark", "conditional", "local_upsert", "local_conditional"):
+            if out[k] is not None:
+                assert out[k][2]["check_rows"] == expected, (k, out[k][2]["check_rows"], expected)
+        if not skip_spark:
+            assert out["upsert"][2]["engine"] == "driver" and out["upsert_spark"][2]["engine"] == "spark"
         return out
     finally:
         if not keep:
@@ -259,20 +306,29 @@ def report(results: list[dict]) -> None:
              ("Hive-style full rewrite", "rewrite"), ("delta-rs MERGE", "delta")]
     for label, key in rows_:
         print(f"{label:34}" + "".join(f"{cell(r[key]):>22}" for r in results))
+    for label, key in (("in-process: plain upsert", "local_upsert"), ("in-process: conditional", "local_conditional")):
+        print(f"{label:34}" + "".join(
+            f"{r[key][0]:7.2f} s, {r[key][1] / 2**20:5.0f} MiB".rjust(22) for r in results))
     print(f"{'increment rows':34}" + "".join(f"{r['increment']:>22,}" for r in results))
     print()
     by_n = {r["n"]: r for r in results}
     for r in results:
+        if r["delta"] is not None:
+            print(f"N={r['n']:,}: in-process upsert / delta-rs MERGE = {r['local_upsert'][0] / r['delta']:.2f}, "
+                  f"in-process conditional / delta-rs MERGE = {r['local_conditional'][0] / r['delta']:.2f} "
+                  "(target < 1)")
+        if r["floor"] is None:
+            continue
         ratio = r["upsert_spark"][0] / r["floor"][0]
         print(f"N={r['n']:,}: upsert on Spark / floor (in-job) = {ratio:.2f} (target <= 1.5); "
               f"upsert on Spark / global-sort floor = {r['upsert_spark'][0] / r['floor_global'][0]:.2f}; "
               f"conditional / full rewrite = {r['conditional'][0] / r['rewrite'][0]:.2f} (target < 1)")
-    if 1_000_000 in by_n and 10_000_000 in by_n:
+    if 1_000_000 in by_n and 10_000_000 in by_n and by_n[1_000_000]["upsert"] is not None:
         for k in ("upsert", "upsert_spark"):
             growth = by_n[10_000_000][k][0] / by_n[1_000_000][k][0]
             print(f"{k} in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
     largest = results[-1]
-    if largest["delta"] is not None:
+    if largest["delta"] is not None and largest["upsert"] is not None:
         for k in ("upsert", "upsert_spark", "conditional"):
             print(f"N={largest['n']:,}: whole spark-submit of {k} / delta-rs MERGE = "
                   f"{largest[k][1] / largest['delta']:.2f} (target < 1 for the upsert)")
@@ -336,13 +392,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each variant; the fastest counts")
     parser.add_argument("--changelog", action="store_true",
                         help="only the merges into a lookup target against a none target")
+    parser.add_argument("--skip-spark", action="store_true", help="only the in-process engine and delta-rs")
     args = parser.parse_args()
     if args.changelog:
         found = [changelog_run(int(s), args.repeat) for s in args.sizes.split(",")]
         changelog_report(found)
         print(json.dumps(found))
         return
-    results = [run(int(s), args.keep, args.repeat) for s in args.sizes.split(",")]
+    results = [run(int(s), args.keep, args.repeat, args.skip_spark) for s in args.sizes.split(",")]
     report(results)
     print(json.dumps([{k: (v[:2] if isinstance(v, tuple) else v) for k, v in r.items()} for r in results]))
 

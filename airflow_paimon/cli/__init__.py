@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from airflow_paimon.cli import changes, listings, read, tag_commands, upkeep
+from airflow_paimon.cli import changes, listings, merge_command, read, tag_commands, upkeep
 from airflow_paimon.cli.common import PROG, CliError, Parser, Subparsers, parse_time, redact, render_table
 
 __all__ = ["COMMAND_GROUPS", "CliError", "build_parser", "main", "parse_time", "render_table"]
@@ -36,6 +36,7 @@ COMMAND_GROUPS: tuple[Callable[[Subparsers], None], ...] = (
     upkeep.register,
     read.register,
     changes.register,
+    merge_command.register,
 )
 
 

@@ -152,7 +152,7 @@ def progress_line() -> Iterator[Any]:
 # The table
 # ---------------------------------------------------------------------------------------------------------
 
-def _warehouse_and_options(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+def warehouse_and_options(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """The warehouse and filesystem options: the Airflow connection's with ``--conn-id``, then ``--warehouse``
     and ``--option`` over them."""
     options = dict(args.option or [])
@@ -181,7 +181,7 @@ def open_table(args: argparse.Namespace) -> Table:
     from airflow_paimon.format import Catalog
 
     args.secrets = [v for _, v in (args.option or []) if v]
-    warehouse, options = _warehouse_and_options(args)
+    warehouse, options = warehouse_and_options(args)
     args.secrets = sorted(set(args.secrets) | {v for v in options.values() if v}, key=len, reverse=True)
     return Catalog(warehouse, options=options).get_table(args.table)
 

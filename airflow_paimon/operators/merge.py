@@ -1,4 +1,8 @@
-"""MergeIncrementalOperator: MERGE an increment into a Paimon primary-key table with a Spark application.
+"""MergeIncrementalOperator: MERGE an increment into a Paimon primary-key table, in the worker or with Spark.
+
+``engine="auto"`` (default) merges in the worker's own process (``airflow_paimon.local_merge``: no JVM, no
+``spark-submit``) when the source is local Parquet, the source and the target buckets it touches fit
+``memory_budget`` and every clause translates exactly; otherwise it submits the Spark application.
 
 The operator is a :class:`~airflow_paimon.operators.spark_submit.PaimonSparkSubmitOperator` (the Spark provider's
 ``SparkSubmitOperator``) whose application is the merge app shipped inside this package
@@ -22,6 +26,8 @@ from airflow_paimon import arguments as args
 from airflow_paimon.format import values
 from airflow_paimon.format.consumers import check_consumer_id
 from airflow_paimon.format.errors import InvalidOptionError, PaimonError
+from airflow_paimon.local_merge.choose import ENGINES
+from airflow_paimon.local_merge.engine import DEFAULT_MEMORY_BUDGET
 from airflow_paimon.merge import FEED_KEY, SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
@@ -76,6 +82,13 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
     :param driver_bytes: a plain upsert of local Parquet files of at most this size (default 64 MiB) is written
         by the application's driver without any Spark job, which saves Spark's start-up (seconds) on small
         daily increments; 0 always runs Spark jobs.
+    :param engine: ``auto`` (default): in the worker's process when the source is local Parquet files, the
+        source and the target buckets it touches fit ``memory_budget`` and every condition and expression
+        translates exactly to the in-process engine; on Spark otherwise. ``local``: always in the worker (a MERGE
+        it cannot run fails saying why); ``spark``: always on Spark. The XCom's ``engine`` and
+        ``engine_reason`` and the task log say which ran and why (templated).
+    :param memory_budget: bytes the in-process engine may use (default 2 GiB); ``auto`` runs larger MERGEs on
+        Spark.
     :param paimon_conn_id: the Paimon connection (templated).
     :param ship_package: see :class:`~airflow_paimon.operators.spark_submit.PaimonSparkSubmitOperator`.
 
@@ -97,13 +110,14 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
 
     app_name = "merge_app"
     template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + (
-        "table", "source", "source_format", "on", "clauses", "reapply",
+        "table", "source", "source_format", "on", "clauses", "reapply", "engine",
     )
     template_fields_renderers = {"clauses": "json", "source": "json"}
 
     def __init__(self, *, table: str | None = None, source: Any, source_format: str = "parquet",
                  on: Any = None, clauses: Sequence[MergeClause | Mapping[str, Any]] | str | None = None,
-                 reapply: Any = False, driver_bytes: int | None = None, paimon_conn_id: str = "paimon_default",
+                 reapply: Any = False, driver_bytes: int | None = None, engine: str = "auto",
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, paimon_conn_id: str = "paimon_default",
                  target: str | None = None, **kwargs: Any) -> None:
         super().__init__(paimon_conn_id=paimon_conn_id, **kwargs)
         self.table = table_or_target(type(self).__name__, table, target)
@@ -117,6 +131,8 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         self.clauses = clauses
         self.reapply = reapply
         self.driver_bytes = driver_bytes
+        self.engine = engine
+        self.memory_budget = memory_budget
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
@@ -138,6 +154,45 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             args.flag(self.reapply, "reapply", rendered=True)
         if self.driver_bytes is not None:
             args.whole_number(self.driver_bytes, "driver_bytes", minimum=0)
+        if checkable(self.engine, rendered):
+            args.one_of(self.engine, "engine", ENGINES)
+        args.whole_number(self.memory_budget, "memory_budget", minimum=0)
+
+    def execute(self, context: Context) -> Any:
+        """In the worker when `engine` allows and the MERGE fits (see the class), else on Spark."""
+        if self.engine == "spark":
+            self.log.info("MERGE into %s on Spark: engine='spark'", self.table)
+            return dict(super().execute(context), engine_reason="engine='spark'")
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_paimon.format.errors import (
+            InvalidDataError,
+            MergeClauseError,
+            SchemaMismatchError,
+            UnsupportedTableError,
+        )
+        from airflow_paimon.local_merge.choose import LocalMergeRefused, merge_here_or_refuse
+
+        spec = self.build_spec(context)
+        ident = spec["commit_identifier"]
+        if spec.get("reapply"):
+            ident = reapply_identifier(ident, spec["reapply_token"])
+        try:
+            decision = merge_here_or_refuse(
+                self.paimon_hook().get_table(spec["target"]), spec["source"], source_format=spec["source_format"],
+                clauses=spec["clauses"], on=spec["on"], commit_user=spec["commit_user"], commit_identifier=ident,
+                memory_budget=args.whole_number(self.memory_budget, "memory_budget", minimum=0), engine=self.engine)
+        except (MergeClauseError, InvalidDataError, SchemaMismatchError, UnsupportedTableError,
+                LocalMergeRefused) as e:
+            # Bad input, as the Spark application reports it: running the task again cannot help.
+            raise AirflowFailException(f"{e} [the in-process MERGE refused its input; the task is not retried]") \
+                from e
+        if decision.result is not None:
+            self.log.info("MERGE into %s in the worker's process, as %s: %s (snapshot %s)", spec["target"],
+                          decision.reason, decision.result["status"], decision.result.get("snapshot_id"))
+            return decision.result
+        self.log.info("MERGE into %s on Spark: %s", spec["target"], decision.reason)
+        return dict(super().execute(context), engine_reason=decision.reason)
 
     @staticmethod
     def _check_feed(source: Mapping[str, Any], rendered: bool) -> None:

@@ -41,7 +41,7 @@ def _operator(source, **kwargs):
 
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
     return MergeIncrementalOperator(task_id="merge", table="db.t", source=source, conf=conf, driver_memory="1g",
-                                    **kwargs)
+                                    engine="spark", **kwargs)
 
 
 def _write(tmp_path, rows, name="src.parquet"):

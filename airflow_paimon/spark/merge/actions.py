@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from airflow_paimon.format.errors import MergeClauseError
 from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, is_identity
 
 from ..schema_map import spark_to_arrow_type
@@ -22,7 +23,7 @@ from ..tables.buckets import BUCKET_COLUMN
 from ..tables.changelog import BEFORE_SEQUENCE, HAS_BEFORE, before_column
 from .plan import TARGET_SEQUENCE, MergePlan, resolve_column, source_column
 
-__all__ = ["ROW_KINDS", "sequence_guard", "clause_value", "check_assignments", "changed_rows"]
+__all__ = ["ROW_KINDS", "sequence_guard", "clause_value", "check_conditions", "check_assignments", "changed_rows"]
 
 ROW_KINDS = {"update": 2, "delete": 3, "insert": 0}   # +U, -D, +I
 
@@ -77,6 +78,7 @@ def check_assignments(spark: SparkSession, plan: MergePlan) -> None:
     column. The types come from analysing the clauses' values over an empty frame of the joined rows' shape,
     before any job runs."""
     empty = _as_structs(spark.createDataFrame([], plan.joined_schema), plan.source_names, plan.target_columns)
+    check_conditions(empty, plan.clauses)
     logical = plan.table.arrow_schema()
     checks = [(c, f.name, clause_value(c, f.name, plan.source_names, plan.target_columns))
               for c in plan.clauses if c.action != "delete" for f in logical]
@@ -86,6 +88,19 @@ def check_assignments(spark: SparkSession, plan: MergePlan) -> None:
     for (c, name, _), f in zip(checks, types):
         check_store_assignment(name, spark_arrow_type(f.dataType), logical.field(name).type,
                                source_name=f.dataType.simpleString(), what=f"the MERGE clause {c.describe()}")
+
+
+def check_conditions(rows: DataFrame, clauses: Sequence[MergeClause]) -> None:
+    """MergeClauseError for a condition that is not boolean (Spark would otherwise cast a number to one)."""
+    conditions = [(i, c, c.condition) for i, c in enumerate(clauses, start=1) if c.condition]
+    if not conditions:
+        return
+    types = rows.select(*[F.expr(cond).alias(f"__c{i}") for i, _, cond in conditions]).schema.fields
+    for (i, c, _), f in zip(conditions, types):
+        if not isinstance(f.dataType, (T.BooleanType, T.NullType)):
+            raise MergeClauseError(
+                f"clause #{i} ({c.describe()}): the condition {c.condition!r} is of type {f.dataType.simpleString()}, "
+                "not boolean; a MERGE condition must be a boolean expression (e.g. compare it: ... = 1)")
 
 
 def _first_clause(plan: MergePlan) -> Column:

@@ -1,0 +1,119 @@
+"""The in-process MERGE engine without Spark: which engine `auto` picks and why, exactly-once commits, bad input
+that changes nothing, and the command line. (Its agreement with Spark is tests/spark/test_local_merge_differential.)"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_paimon.cli import main
+from airflow_paimon.format import Catalog
+from airflow_paimon.format.errors import DuplicateKeyError, MergeClauseError
+from airflow_paimon.local_merge import LocalMergeRefused, merge_here_or_refuse, merge_in_process
+from airflow_paimon.merge import matched_delete, matched_update, not_matched_by_source_delete, not_matched_insert
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("name", pa.string()), pa.field("v", pa.float64())])
+
+
+@pytest.fixture
+def table(tmp_path):
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "3"})
+    t.write(pa.table({"id": list(range(10)), "name": [f"n{i}" for i in range(10)],
+                      "v": [float(i) for i in range(10)]}, schema=SCHEMA))
+    return cat.get_table("db.t")
+
+
+def source(tmp_path, ids, name="s.parquet") -> str:
+    path = str(tmp_path / name)
+    pq.write_table(pa.table({"id": ids, "name": [f"s{i}" for i in ids], "v": [i * 10.0 for i in ids]}), path)
+    return path
+
+
+
+def _walk(root):
+    import os
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+
+
+def test_auto_merges_in_process_and_says_why(table, tmp_path):
+    clauses = [matched_delete(condition="s.v > 60"), matched_update(set={"v": "s.v + t.v"}), not_matched_insert(),
+               not_matched_by_source_delete(condition="t.id < 2")]
+    d = merge_here_or_refuse(table, source(tmp_path, [5, 6, 7, 20]), clauses=[c.to_dict() for c in clauses],
+                             commit_user="u", commit_identifier=7)
+    assert d.result is not None and d.result["engine"] == "local" and "budget" in d.reason
+    assert d.result["rows"] == {"inserted": 1, "updated": 2, "deleted": 3}
+    rows = {r["id"]: r["v"] for r in table.read().to_pylist()}
+    assert rows[5] == 55.0 and rows[6] == 66.0 and 7 not in rows and 0 not in rows and rows[20] == 200.0
+    again = merge_here_or_refuse(table, source(tmp_path, [5, 6, 7, 20]), clauses=[c.to_dict() for c in clauses],
+                                 commit_user="u", commit_identifier=7)
+    assert again.result["status"] == "already_committed"
+    assert {r["id"]: r["v"] for r in table.read().to_pylist()} == rows
+
+
+@pytest.mark.parametrize("why, kwargs, reason", [
+    ("csv", {"source_format": "csv"}, "source format is csv"),
+    ("division", {"clauses": [{"when": "matched", "action": "update", "set": {"v": "s.v / t.v"}}]}, "Div"),
+    ("session time", {"clauses": [{"when": "matched", "action": "delete", "condition": "current_date() > '2020'"}]},
+     "CurrentDate"),
+    ("double to string", {"clauses": [{"when": "matched", "action": "update", "set": {"name": "CAST(s.v AS STRING)"}}]},
+     "to a string"),
+    ("budget", {"memory_budget": 1000}, "budget"),
+])
+def test_auto_leaves_to_spark_what_it_cannot_run_exactly(table, tmp_path, why, kwargs, reason):
+    path = source(tmp_path, [1, 2])
+    if why == "csv":
+        path = str(tmp_path / "s.csv")
+        pcsv.write_csv(pa.table({"id": [1], "name": ["x"], "v": [1.0]}), path)
+    before = _walk(table.path)
+    d = merge_here_or_refuse(table, path, **kwargs)
+    assert d.result is None and reason in d.reason
+    with pytest.raises(LocalMergeRefused, match=reason):
+        merge_here_or_refuse(table, path, engine="local", **kwargs)
+    assert _walk(table.path) == before
+
+
+@pytest.mark.parametrize("clauses, error, match", [
+    ([matched_update(set={"v": "s.nope"})], MergeClauseError, "s.nope, which is not a column of the source"),
+    ([matched_update(set={"v": "s.name"})], Exception, "cannot store a string value into the double"),
+    ([matched_update(condition="s.v + 1")], MergeClauseError, "not boolean"),
+    ([matched_update(set={"id": "s.id + 1"})], MergeClauseError, "Can't update the primary key"),
+])
+def test_bad_input_gets_a_clear_error_and_changes_nothing(table, tmp_path, clauses, error, match):
+    before = _walk(table.path)
+    with pytest.raises(error, match=match):
+        merge_in_process(table, pq.read_table(source(tmp_path, [1, 2])), clauses)
+    assert _walk(table.path) == before
+
+
+def test_a_duplicate_source_key_is_refused(table):
+    before = _walk(table.path)
+    with pytest.raises(DuplicateKeyError, match=r"several rows for one target primary key \(id=3"):
+        merge_in_process(table, pa.table({"id": [3, 3], "name": ["a", "b"], "v": [1.0, 2.0]}))
+    assert _walk(table.path) == before
+
+
+def test_the_cli_merges_in_process(table, tmp_path, capsys):
+    clauses = tmp_path / "clauses.json"
+    clauses.write_text(json.dumps([{"when": "matched", "action": "update", "set": {"name": "upper(s.name)"}}]))
+    code = main(["merge", "db.t", "--warehouse", str(tmp_path / "wh"), "--source", source(tmp_path, [4, 40]),
+                 "--clauses", str(clauses), "--engine", "local", "--commit-user", "cli", "--commit-id", "1"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["engine"] == "local" and out["rows"] == {"inserted": 0, "updated": 1, "deleted": 0}
+    assert {r["id"]: r["name"] for r in table.read().to_pylist()}[4] == "S4"
+    code = main(["merge", "db.t", "--warehouse", str(tmp_path / "wh"), "--source", source(tmp_path, [4]),
+                 "--clauses", '[{"when": "matched", "action": "update", "set": {"v": "s.v / 2"}}]',
+                 "--engine", "local"])
+    assert code == 1 and "engine='local' cannot run this MERGE" in capsys.readouterr().err
+
+
+def test_a_plain_upsert_reads_no_target_data(table, tmp_path):
+    d = merge_here_or_refuse(table, source(tmp_path, [5, 20]))
+    assert d.result["mode"] == "upsert" and d.result["target_rows_read"] == 0
+    assert d.result["rows"] == {"inserted": 2, "updated": 0, "deleted": 0}
+    assert {r["id"]: r["v"] for r in table.read().to_pylist()}[5] == 50.0 and table.read().num_rows == 11

@@ -1,0 +1,73 @@
+"""MergeIncrementalOperator(engine=...) merging in the worker: the XCom and the log say which engine ran and why."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pendulum
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.float64())])
+
+
+@pytest.fixture
+def warehouse(monkeypatch, tmp_path):
+    from airflow_paimon.format import Catalog
+
+    wh = str(tmp_path / "wh")
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon", "extra": {"warehouse": wh}}))
+    cat = Catalog(wh)
+    cat.create_database("db")
+    cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "2"}).write(
+        pa.table({"id": [1, 2, 3], "v": [1.0, 2.0, 3.0]}, schema=SCHEMA))
+    return cat
+
+
+def context(try_number=1):
+    ti = types.SimpleNamespace(dag_id="dag", task_id="merge", map_index=-1, try_number=try_number)
+    return {"ti": ti, "data_interval_start": pendulum.parse("2026-11-14"),
+            "data_interval_end": pendulum.parse("2026-11-15"), "run_id": "manual__x"}
+
+
+def test_auto_merges_in_the_worker_exactly_once(warehouse, tmp_path, capsys):
+    from airflow_paimon.merge import matched_update, not_matched_insert
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    path = str(tmp_path / "day.parquet")
+    pq.write_table(pa.table({"id": [2, 9], "v": [20.0, 90.0]}), path)
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source=path,
+                                  clauses=[matched_update(condition="s.v > t.v"), not_matched_insert()])
+    out = op.execute(context())
+    assert out["engine"] == "local" and out["status"] == "committed" and "budget" in out["engine_reason"]
+    assert "MERGE into db.t in the worker's process, as the MERGE needs about" in capsys.readouterr().out
+    assert {r["id"]: r["v"] for r in warehouse.get_table("db.t").read().to_pylist()} == {1: 1.0, 2: 20.0, 3: 3.0,
+                                                                                       9: 90.0}
+    assert op.execute(context(try_number=2))["status"] == "already_committed"
+
+
+def test_engine_is_checked_when_the_dag_is_parsed():
+    from airflow_paimon.arguments import ArgumentError
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    with pytest.raises(ArgumentError, match="engine"):
+        MergeIncrementalOperator(task_id="merge", table="db.t", source="/x", engine="duckdb")
+
+
+def test_bad_input_fails_the_task_without_retries(warehouse, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_paimon.merge import matched_update
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    path = str(tmp_path / "day.parquet")
+    pq.write_table(pa.table({"id": [2, 2], "v": [20.0, 21.0]}), path)
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source=path, engine="local",
+                                  clauses=[matched_update(condition="s.v > t.v")])
+    with pytest.raises(AirflowFailException, match="several rows for one target primary key.*not retried"):
+        op.execute(context())
+    assert warehouse.get_table("db.t").latest_snapshot().id == 1
