@@ -22,6 +22,7 @@ from airflow_paimon import arguments as args
 from airflow_paimon.format import values
 from airflow_paimon.merge import SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import checkable
+from airflow_paimon.operators.lineage import LineageDataset, merged_columns, path_dataset, table_dataset
 from airflow_paimon.operators.spark_submit import (
     PaimonSparkSubmitOperator,
     commit_identifier_for,
@@ -148,3 +149,30 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             ident = reapply_identifier(ident, spec["reapply_token"])
         return self.committed_result(spec, ident, printed or {},
                                      ("status", "rows", "mode", "engine", "snapshot_id"))
+
+    commits_data = True
+
+    def lineage(self, result: Mapping[str, Any] | None) -> tuple[list[LineageDataset], list[LineageDataset]]:
+        """The source (files or a table) in, the target out, with each target column's source columns."""
+        inputs, outputs = super().lineage(result)
+        hook = self.lineage_hook()
+        source = dict(self.source) if isinstance(self.source, Mapping) else {
+            {"paimon": "table", "sql": "sql"}.get(str(self.source_format or "parquet"), "path"): self.source}
+        if source.get("table"):
+            inputs.append(table_dataset(hook.warehouse, self.lineage_table(str(source["table"]))))
+        elif source.get("path"):
+            namespace, name = path_dataset(str(source["path"]))
+            inputs.append(LineageDataset(namespace, name))
+        target = outputs[0]
+        clauses = parse_clauses(self.clauses)
+        key_columns = [str(c) for c in self.on] if isinstance(self.on, (list, tuple)) else []
+        written = merged_columns([n for n, _ in target.fields], clauses)
+        for column in key_columns:
+            written.setdefault(column, []).insert(0, ("s", column))
+        by_alias = {"t": (target.namespace, target.name)}
+        if inputs:
+            by_alias["s"] = (inputs[0].namespace, inputs[0].name)
+        target.column_lineage = {
+            column: [(*by_alias[alias], src) for alias, src in sources if alias in by_alias]
+            for column, sources in written.items()}
+        return inputs, outputs
