@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from airflow_paimon.format.fileio import FileIO
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.lineage import LineageDataset, path_dataset, table_dataset
 from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.operators.tags import PaimonTableOperator
 
@@ -221,6 +222,18 @@ class ExportChangesOperator(PaimonTableOperator):
                       table.identifier, f"({result['start']}, {end}]", mode, folder, len(files),
                       ", ".join(f"{kind}={n}" for kind, n in result["counts"].items()) or "no rows")
         return result
+
+    def lineage(self, result: Mapping[str, Any] | None) -> tuple[list[LineageDataset], list[LineageDataset]]:
+        """The table's changes in (at the range's end), the export folder out, with its rows and files."""
+        table = self.lineage_table()
+        end = (result or {}).get("end")
+        source = table_dataset(self.hook.warehouse, table, end if isinstance(end, int) else None)
+        namespace, name = path_dataset(str(self.path).rstrip("/"))
+        folder = LineageDataset(namespace, name)
+        if result:
+            folder.rows = int(result.get("rows", 0))
+            folder.files = len(result.get("files", ()))
+        return [source], [folder]
 
     def _clear(self, io: FileIO, folder: str) -> None:
         """Empty the folder of an earlier attempt, the marker first; refuse a folder that is not an export's."""

@@ -51,6 +51,7 @@ class CompactOperator(PaimonSparkSubmitOperator):
     """
 
     app_name = "compact_app"
+    commits_data = True
     template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("table", "partitions")
 
     def __init__(self, *, table: str | None = None, partitions: Sequence[Mapping[str, Any]] | None = None,

@@ -31,6 +31,7 @@ from airflow_paimon.local_merge.engine import DEFAULT_MEMORY_BUDGET
 from airflow_paimon.merge import FEED_KEY, SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.lineage import LineageDataset, merged_columns, path_dataset, table_dataset
 from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.operators.spark_submit import (
     PaimonSparkSubmitOperator,
@@ -265,3 +266,31 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             ident = reapply_identifier(ident, spec["reapply_token"])
         return self.committed_result(spec, ident, printed or {},
                                      ("status", "rows", "mode", "engine", "snapshot_id"))
+
+    commits_data = True
+
+    def lineage(self, result: Mapping[str, Any] | None) -> tuple[list[LineageDataset], list[LineageDataset]]:
+        """The source (files or a table) in, the target out, with each target column's source columns."""
+        inputs, outputs = super().lineage(result)
+        hook = self.lineage_hook()
+        source = dict(self.source) if isinstance(self.source, Mapping) else {
+            {"paimon": "table", "sql": "sql"}.get(str(self.source_format or "parquet"), "path"): self.source}
+        if source.get("table") or source.get(FEED_KEY):
+            identifier = str(source.get("table") or source[FEED_KEY])
+            inputs.append(table_dataset(hook.warehouse, self.lineage_table(identifier)))
+        elif source.get("path"):
+            namespace, name = path_dataset(str(source["path"]))
+            inputs.append(LineageDataset(namespace, name))
+        target = outputs[0]
+        clauses = parse_clauses(self.clauses)
+        key_columns = [str(c) for c in self.on] if isinstance(self.on, (list, tuple)) else []
+        written = merged_columns([n for n, _ in target.fields], clauses)
+        for column in key_columns:
+            written.setdefault(column, []).insert(0, ("s", column))
+        by_alias = {"t": (target.namespace, target.name)}
+        if inputs:
+            by_alias["s"] = (inputs[0].namespace, inputs[0].name)
+        target.column_lineage = {
+            column: [(*by_alias[alias], src) for alias, src in sources if alias in by_alias]
+            for column, sources in written.items()}
+        return inputs, outputs

@@ -43,6 +43,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow_paimon import arguments as args
 from airflow_paimon.hooks.spark_submit import PaimonSparkSubmitHook
 from airflow_paimon.operators.checked import CheckedArguments
+from airflow_paimon.operators.lineage import PaimonLineage
 from airflow_paimon.spark.common import (
     OPTIONS_ENV,
     application_path,
@@ -115,7 +116,7 @@ def table_or_target(operator: str, table: str | None, target: str | None) -> str
     return target
 
 
-class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
+class PaimonSparkSubmitOperator(CheckedArguments, PaimonLineage, SparkSubmitOperator):
     """Base of the operators that submit one of this package's Spark applications.
 
     :param paimon_conn_id: the Paimon connection (warehouse and filesystem options) (templated).
@@ -175,6 +176,9 @@ class PaimonSparkSubmitOperator(CheckedArguments, SparkSubmitOperator):
         from airflow_paimon.hooks.paimon import PaimonHook
 
         return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+
+    def lineage_hook(self) -> PaimonHook:
+        return self.paimon_hook()
 
     # -- submission ------------------------------------------------------------------------------------
     def _prepare(self, context: Context) -> dict[str, Any]:

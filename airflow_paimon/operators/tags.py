@@ -41,6 +41,7 @@ from airflow_paimon.format.period_tags import SKIPPED, WAIT
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.checked import CheckedArguments, checkable
 from airflow_paimon.operators.failures import task_failure
+from airflow_paimon.operators.lineage import PaimonLineage
 from airflow_paimon.operators.runs import plan_run
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def cleanup_summary(result: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-class PaimonTableOperator(CheckedArguments, BaseOperator):
+class PaimonTableOperator(CheckedArguments, PaimonLineage, BaseOperator):
     """Base of the operators that act on one table of a Paimon connection's warehouse.
 
     :param table: the table, ``database.table`` (templated).
@@ -123,6 +124,9 @@ class PaimonTableOperator(CheckedArguments, BaseOperator):
     @cached_property
     def hook(self) -> PaimonHook:
         return PaimonHook(paimon_conn_id=self.paimon_conn_id)
+
+    def lineage_hook(self) -> PaimonHook:
+        return self.hook
 
     def get_table(self) -> Table:
         try:

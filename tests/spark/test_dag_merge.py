@@ -3,7 +3,8 @@
 Airflow runs in a subprocess with its own AIRFLOW_HOME (SQLite, ``airflow db migrate``); connections come from
 ``AIRFLOW_CONN_SPARK_DEFAULT`` (``local[2]``) and ``AIRFLOW_CONN_PAIMON_DEFAULT``. Two days are merged -- a
 Saturday (no compaction) and a Sunday (compaction and orphan cleanup) -- then the Saturday is run again, which
-must change nothing.
+must change nothing. The runs send their OpenLineage events (Airflow's OpenLineage provider, file transport) to
+a file, which is checked too: datasets named as Paimon names them, schema, version, row counts, column lineage.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def _airflow_env(tmp_path: Path, wh: str, incoming: Path) -> dict[str, str]:
         "PAIMON_MERGE_TABLE": "demo.orders_history",
         "PAIMON_MERGE_INCOMING": str(incoming),
         "PAIMON_MERGE_SHUFFLE_PARTITIONS": "2",
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "append": True,
+                                                       "log_file_path": str(tmp_path / "lineage.jsonl")}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "airflow-paimon-tests",
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
     })
     env.pop("PYSPARK_PYTHON", None)
@@ -161,6 +165,39 @@ def test_example_dag_merges_tags_compacts_and_is_backfill_safe(tmp_path):
     assert again["tasks"]["merge_increment"] == "skipped" and again["tasks"]["tag_day"] == "skipped"
     assert cat.get_table("demo.orders_history").latest_snapshot().id == snapshot_after_sunday
     assert canonical(cat.get_table("demo.orders_history").read().to_pylist(), ["id"]) == canonical(after15, ["id"])
+    _assert_lineage(tmp_path / "lineage.jsonl", wh, incoming, merge14["snapshot_id"], t)
+
+
+def _assert_lineage(events_file: Path, wh: str, incoming: Path, merged_snapshot: int, table) -> None:
+    """The OpenLineage COMPLETE events of Saturday's merge and tag and Sunday's compaction."""
+    events = [json.loads(line) for line in events_file.read_text().splitlines() if line.strip()]
+    complete = {}
+    for e in events:
+        if e["eventType"] == "COMPLETE" and "2026-11-14" in json.dumps(e["run"]["facets"].get("airflow", {})):
+            complete.setdefault(e["job"]["name"].rsplit(".", 1)[-1], e)
+    sunday = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"].endswith(".compact")]
+    namespace = "file://" + os.path.abspath(wh)
+    merge = complete["merge_increment"]
+    [source] = merge["inputs"]
+    assert (source["namespace"], source["name"]) == ("file", str(incoming / "2026-11-14"))
+    [target] = merge["outputs"]
+    assert (target["namespace"], target["name"]) == (namespace, "demo.orders_history")
+    facets = target["facets"]
+    assert [(f["name"], f["type"]) for f in facets["schema"]["fields"]] == [
+        ("id", "BIGINT NOT NULL"), ("customer", "STRING"), ("amount", "DOUBLE"), ("updated_at", "TIMESTAMP(6)")]
+    assert facets["version"]["datasetVersion"] == str(merged_snapshot)
+    assert facets["paimon"]["primaryKeys"] == ["id"] and facets["paimon"]["options"]["bucket"] == "2"
+    assert target["outputFacets"]["outputStatistics"]["rowCount"] == \
+        table.snapshot_manager.snapshot(merged_snapshot).delta_record_count
+    lineage = facets["columnLineage"]["fields"]
+    assert set(lineage) == {"id", "customer", "amount", "updated_at"}
+    assert lineage["amount"]["inputFields"] == [
+        {"namespace": "file", "name": str(incoming / "2026-11-14"), "field": "amount", "transformations": []}]
+    tag = complete["tag_day"]
+    assert tag["inputs"] == [] and tag["outputs"][0]["facets"]["paimon"]["tag"] == "2026-11-14"
+    assert tag["outputs"][0]["facets"]["version"]["datasetVersion"] == str(merged_snapshot)
+    [compacted] = sunday[0]["outputs"]
+    assert compacted["facets"]["paimon"]["commitKind"] == "COMPACT"
 
 
 def test_a_day_reapplied_twice_merges_what_its_files_hold_and_a_day_without_files_is_tagged(tmp_path):

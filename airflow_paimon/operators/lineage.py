@@ -1,0 +1,238 @@
+"""OpenLineage for the provider's operators: which Paimon tables (and files) a task read and wrote, at which
+snapshot, with their schema, row counts and, for merges, which source columns each target column came from.
+
+Airflow's OpenLineage provider calls ``get_openlineage_facets_on_start/_on_complete/_on_failure`` on an
+operator that has them; the facets are built here only then, so nothing of OpenLineage is imported (nor needed)
+when the provider is not installed.
+
+Datasets are named as Paimon's own lineage names them (``LineageUtils`` of its Flink integration): the
+namespace is the warehouse (a local one as a ``file://`` URI, credentials left out) and the name is
+``database.table``. A dataset's version is its snapshot id. Facets of our own, under ``paimon``, carry what
+OpenLineage has no standard facet for: the table's keys and options that drive its upkeep, and the tag or
+snapshot an operator acted on. Secret-looking options are never sent.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from airflow_paimon.format.table import Table
+    from airflow_paimon.hooks.paimon import PaimonHook
+    from airflow_paimon.merge import MergeClause
+
+__all__ = [
+    "LineageDataset", "PaimonLineage", "added_rows", "column_sources", "merged_columns", "path_dataset",
+    "table_dataset", "warehouse_namespace",
+]
+
+# Table options worth seeing beside the lineage: what decides the table's kind, tags, retention and changelog.
+_REPORTED_OPTION_PREFIXES = ("bucket", "changelog", "merge-engine", "sequence.field", "snapshot.", "tag.",
+                             "partition.", "file.format", "deletion-vectors", "consumer.")
+_SECRET_WORDS = ("secret", "password", "token", "key", "credential")
+# What the ``paimon`` facet of a dataset holds.
+PAIMON_FACET_FIELDS = ("primaryKeys", "partitionKeys", "options", "commitKind", "tag")
+
+
+def warehouse_namespace(warehouse: str) -> str:
+    """The warehouse as a URI without credentials: ``s3://bucket/wh``, ``file:///data/wh`` for a local path."""
+    if "://" not in warehouse:
+        return "file://" + os.path.abspath(warehouse).rstrip("/")
+    parts = urlsplit(warehouse)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def path_dataset(path: str) -> tuple[str, str]:
+    """(namespace, name) of files outside a table, as OpenLineage names them: ``file`` / ``s3://bucket`` and
+    the path."""
+    if "://" not in path:
+        return "file", os.path.abspath(path)
+    parts = urlsplit(path)
+    return f"{parts.scheme}://{parts.hostname or ''}", parts.path or "/"
+
+
+@dataclass
+class LineageDataset:
+    """One dataset of a task's lineage, in plain terms (turned into OpenLineage's classes only when sent)."""
+
+    namespace: str
+    name: str
+    fields: list[tuple[str, str]] = field(default_factory=list)
+    version: str | None = None
+    rows: int | None = None
+    files: int | None = None
+    size: int | None = None
+    paimon: dict[str, Any] = field(default_factory=dict)
+    # target column -> [(namespace, name, source column)], for an output written from inputs
+    column_lineage: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+
+
+def table_dataset(warehouse: str, table: Table, snapshot_id: int | None = None) -> LineageDataset:
+    """A Paimon table as a dataset: its schema, keys and upkeep options, and its version when known."""
+    schema = table.schema()
+    options = {k: v for k, v in schema.options.items()
+               if k.startswith(_REPORTED_OPTION_PREFIXES) and not any(w in k.lower() for w in _SECRET_WORDS)}
+    return LineageDataset(
+        namespace=warehouse_namespace(warehouse), name=table.identifier,
+        fields=[(f.name, str(f.type)) for f in schema.fields],
+        version=None if snapshot_id is None else str(snapshot_id),
+        paimon={"primaryKeys": list(schema.primary_keys), "partitionKeys": list(schema.partition_keys),
+                "options": options},
+    )
+
+
+def column_sources(expression: str, alias: str) -> list[str]:
+    """The columns of ``alias`` (``s`` or ``t``) a Spark SQL expression reads, in order of first use."""
+    import sqlglot
+    from sqlglot import exp
+
+    seen: list[str] = []
+    for column in sqlglot.parse_one(expression, read="spark").find_all(exp.Column):
+        if column.table == alias and column.name not in seen:
+            seen.append(column.name)
+    return seen
+
+
+class PaimonLineage:
+    """Mixin of the provider's operators (put it before the Airflow base class): OpenLineage facets from what
+    the operator declares (:meth:`lineage`) and from its XCom result, kept by ``post_execute``."""
+
+    lineage_result: Any = None
+    # whether the task's snapshot is a commit it made (its added rows are the output's statistics)
+    commits_data = False
+
+    def lineage_hook(self) -> PaimonHook:
+        raise NotImplementedError
+
+    def lineage(self, result: Mapping[str, Any] | None) -> tuple[list[LineageDataset], list[LineageDataset]]:
+        """(inputs, outputs) of this task; ``result`` is its XCom value, None before it ran or when it failed.
+        By default the operator's ``table`` is its output."""
+        table = self.lineage_table()
+        snapshot = (result or {}).get("snapshot_id") if isinstance(result, Mapping) else None
+        out = table_dataset(self.lineage_hook().warehouse, table, snapshot)
+        if isinstance(result, Mapping) and result.get("tag"):
+            out.paimon["tag"] = result["tag"]
+        if self.commits_data and isinstance(snapshot, int) and (result or {}).get("status") == "committed":
+            added_rows(out, table, snapshot)
+        return [], [out]
+
+    def lineage_table(self, identifier: str | None = None) -> Table:
+        return self.lineage_hook().get_table(identifier or getattr(self, "table"))
+
+    def post_execute(self, context: Any, result: Any = None) -> None:
+        self.lineage_result = result
+        super().post_execute(context, result)  # type: ignore[misc]
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        return self._operator_lineage(None)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:  # noqa: ARG002
+        return self._operator_lineage(self.lineage_result if isinstance(self.lineage_result, Mapping) else {})
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:  # noqa: ARG002
+        return self._operator_lineage(None)
+
+    def _operator_lineage(self, result: Mapping[str, Any] | None) -> Any:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        try:
+            inputs, outputs = self.lineage(result)
+        except Exception as exc:  # noqa: BLE001 - lineage never fails a task; the provider logs what is missing
+            getattr(self, "log").warning("No OpenLineage datasets for this task: %s", exc)
+            return OperatorLineage()
+        return OperatorLineage(inputs=[_input(d) for d in inputs], outputs=[_output(d) for d in outputs])
+
+
+def added_rows(dataset: LineageDataset, table: Table, snapshot_id: int) -> None:
+    """The rows and files the commit of ``snapshot_id`` added, as the output's statistics."""
+    snapshot = table.snapshot_manager.snapshot(snapshot_id)
+    dataset.rows = snapshot.delta_record_count
+    dataset.paimon["commitKind"] = snapshot.commit_kind
+
+
+def _facets(d: LineageDataset) -> dict[str, Any]:
+    from openlineage.client.facet_v2 import (
+        column_lineage_dataset,
+        dataset_version_dataset,
+        schema_dataset,
+    )
+
+    facets: dict[str, Any] = {}
+    if d.fields:
+        facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            fields=[schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in d.fields])
+    if d.version is not None:
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=d.version)
+    if d.column_lineage:
+        facets["columnLineage"] = column_lineage_dataset.ColumnLineageDatasetFacet(fields={
+            column: column_lineage_dataset.Fields(
+                inputFields=[column_lineage_dataset.InputField(namespace=ns, name=name, field=src)
+                             for ns, name, src in sources],
+                transformationType="", transformationDescription="")
+            for column, sources in d.column_lineage.items()})
+    if d.paimon:
+        facets["paimon"] = _custom_facet(d.paimon)
+    return facets
+
+
+@functools.cache
+def _paimon_facet_class() -> Any:
+    """OpenLineage's custom dataset facet for what Paimon adds (built on first use: OpenLineage is optional)."""
+    import attr
+    from openlineage.client.facet_v2 import DatasetFacet
+
+    return attr.make_class("PaimonDatasetFacet", {name: attr.ib(default=None) for name in PAIMON_FACET_FIELDS},
+                           bases=(DatasetFacet,))
+
+
+def _custom_facet(values: Mapping[str, Any]) -> Any:
+    return _paimon_facet_class()(**{k: v for k, v in values.items() if k in PAIMON_FACET_FIELDS})
+
+
+def _input(d: LineageDataset) -> Any:
+    from openlineage.client.event_v2 import InputDataset
+
+    return InputDataset(namespace=d.namespace, name=d.name, facets=_facets(d))
+
+
+def _output(d: LineageDataset) -> Any:
+    from openlineage.client.event_v2 import OutputDataset
+    from openlineage.client.facet_v2 import output_statistics_output_dataset
+
+    stats: dict[str, Any] = {}
+    if d.rows is not None or d.files is not None or d.size is not None:
+        stats["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            rowCount=d.rows, fileCount=d.files, size=d.size)
+    return OutputDataset(namespace=d.namespace, name=d.name, facets=_facets(d), outputFacets=stats)
+
+
+def merged_columns(target: Sequence[str], clauses: Sequence[MergeClause]) -> dict[str, list[tuple[str, str]]]:
+    """Target column -> [(alias, column)] the MERGE clauses write it from: ``*`` copies the same-named source
+    column; an expression reads the columns it names."""
+    out: dict[str, list[tuple[str, str]]] = {}
+
+    def add(column: str, alias: str, source: str) -> None:
+        if (alias, source) not in out.setdefault(column, []):
+            out[column].append((alias, source))
+
+    for clause in clauses:
+        assignments = clause.assignments
+        if assignments is None:
+            continue
+        if isinstance(assignments, str):  # "*"
+            for column in target:
+                add(column, "s", column)
+            continue
+        for column, expression in assignments.items():
+            for alias in ("s", "t"):
+                for source in column_sources(str(expression), alias):
+                    add(column, alias, source)
+    return out
