@@ -103,9 +103,20 @@ def column_sources(expression: str, alias: str) -> list[str]:
 
 class PaimonLineage:
     """Mixin of the provider's operators (put it before the Airflow base class): OpenLineage facets from what
-    the operator declares (:meth:`lineage`) and from its XCom result, kept by ``post_execute``."""
+    the operator declares (:meth:`lineage`) and from its XCom result.
+
+    The result is kept when ``execute`` returns: every subclass's ``execute`` is wrapped for that, because
+    Airflow calls ``post_execute`` without the result, and reading the XCom back from inside the listener is a
+    round trip that can fail where the task did not."""
 
     lineage_result: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        execute = cls.__dict__.get("execute")
+        if execute is not None and not getattr(execute, "keeps_lineage_result", False):
+            cls.execute = _keeping_result(execute)  # type: ignore[attr-defined]
+
     # whether the task's snapshot is a commit it made (its added rows are the output's statistics)
     commits_data = False
 
@@ -127,20 +138,18 @@ class PaimonLineage:
     def lineage_table(self, identifier: str | None = None) -> Table:
         return self.lineage_hook().get_table(identifier or getattr(self, "table"))
 
-    def post_execute(self, context: Any, result: Any = None) -> None:
-        self.lineage_result = result
-        super().post_execute(context, result)  # type: ignore[misc]
-
     def get_openlineage_facets_on_start(self) -> Any:
-        return self._operator_lineage(None)
+        return self.openlineage_for(None)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:  # noqa: ARG002
-        return self._operator_lineage(self.lineage_result if isinstance(self.lineage_result, Mapping) else {})
+        result = self.lineage_result
+        return self.openlineage_for(result if isinstance(result, Mapping) else {})
 
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:  # noqa: ARG002
-        return self._operator_lineage(None)
+        return self.openlineage_for(None)
 
-    def _operator_lineage(self, result: Mapping[str, Any] | None) -> Any:
+    def openlineage_for(self, result: Mapping[str, Any] | None) -> Any:
+        """OpenLineage's ``OperatorLineage`` of this task given its result (None: it has none, yet or at all)."""
         from airflow.providers.openlineage.extractors import OperatorLineage
 
         try:
@@ -149,6 +158,17 @@ class PaimonLineage:
             getattr(self, "log").warning("No OpenLineage datasets for this task: %s", exc)
             return OperatorLineage()
         return OperatorLineage(inputs=[_input(d) for d in inputs], outputs=[_output(d) for d in outputs])
+
+
+def _keeping_result(execute: Any) -> Any:
+    @functools.wraps(execute)
+    def run(self: PaimonLineage, context: Any) -> Any:
+        result = execute(self, context)
+        self.lineage_result = result
+        return result
+
+    run.keeps_lineage_result = True  # type: ignore[attr-defined]
+    return run
 
 
 def added_rows(dataset: LineageDataset, table: Table, snapshot_id: int) -> None:

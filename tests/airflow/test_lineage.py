@@ -1,9 +1,9 @@
 """The operators' OpenLineage facets, built by the real OpenLineage classes from real tables.
 
-Airflow's OpenLineage provider calls ``get_openlineage_facets_on_complete`` after a task ran (the example merge
-DAG's run checks that it does: tests/spark/test_dag_merge.py); here each operator's facets are built the same
-way from a table on disk, without Spark. Without the provider, importing the operators loads nothing of
-OpenLineage.
+Airflow's OpenLineage provider calls ``get_openlineage_facets_on_complete`` after a task ran, which reads the
+task's XCom result (the example merge DAG's run checks that path: tests/spark/test_dag_merge.py); here each
+operator's facets are built from a given result and a table on disk, without Spark. Without the provider,
+importing the operators loads nothing of OpenLineage.
 """
 
 from __future__ import annotations
@@ -50,8 +50,7 @@ def test_a_merge_reports_source_target_schema_version_rows_and_column_lineage(wa
         task_id="merge", table="db.orders", source=str(tmp_path / "in"),
         clauses=[matched_update(set={"amount": "s.amount + t.amount", "note": "upper(s.note)"}),
                  not_matched_insert(values="*")])
-    op.lineage_result = {"status": "committed", "snapshot_id": snap.id}
-    got = as_json(op.get_openlineage_facets_on_complete(None))
+    got = as_json(op.openlineage_for({"status": "committed", "snapshot_id": snap.id}))
     namespace = "file://" + os.path.abspath(warehouse)
     assert [(d["namespace"], d["name"]) for d in got["inputs"]] == [("file", str(tmp_path / "in"))]
     [out] = got["outputs"]
@@ -74,14 +73,13 @@ def test_a_tag_reports_its_snapshot_and_name_and_an_export_its_range_and_files(w
     from airflow_paimon.operators import CreateTagOperator, ExportChangesOperator
 
     tag = CreateTagOperator(task_id="tag", table="db.orders", tag_name="monday")
-    tag.lineage_result = {"tag": "monday", "snapshot_id": 1, "status": "created"}
-    out = as_json(tag.get_openlineage_facets_on_complete(None))["outputs"][0]
+    out = as_json(tag.openlineage_for({"tag": "monday", "snapshot_id": 1, "status": "created"}))["outputs"][0]
     assert out["facets"]["paimon"]["tag"] == "monday" and out["facets"]["version"]["datasetVersion"] == "1"
     assert "outputStatistics" not in out.get("outputFacets", {})
 
     export = ExportChangesOperator(task_id="export", table="db.orders", path=str(tmp_path / "out"), start=0, end=1)
-    export.lineage_result = {"end": 1, "rows": 3, "files": [{"path": "part-0.parquet", "rows": 3}]}
-    got = as_json(export.get_openlineage_facets_on_complete(None))
+    got = as_json(export.openlineage_for({"end": 1, "rows": 3,
+                                          "files": [{"path": "part-0.parquet", "rows": 3}]}))
     assert [(d["name"], d["facets"]["version"]["datasetVersion"]) for d in got["inputs"]] == [("db.orders", "1")]
     [folder] = got["outputs"]
     assert (folder["namespace"], folder["name"]) == ("file", str(tmp_path / "out"))
