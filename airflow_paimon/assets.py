@@ -15,29 +15,19 @@ keeps the three slashes.)
 
 from __future__ import annotations
 
-import os
-from urllib.parse import urlsplit
-
 from airflow.sdk import Asset
 
 from airflow_paimon.arguments import table_identifier
+from airflow_paimon.lineage import warehouse_namespace
 
 __all__ = ["paimon_table_asset", "table_asset", "table_asset_uri"]
 
 
 def table_asset_uri(warehouse: str, identifier: str) -> str:
     """``paimon://<warehouse without scheme or credentials>/<database.table>`` (a local warehouse, made
-    absolute, gives ``paimon:///<path>/<database.table>``)."""
+    absolute, gives ``paimon:///<path>/<database.table>``): the table's lineage namespace and name."""
     identifier = table_identifier(identifier)
-    if "://" in warehouse and not warehouse.startswith("file://"):
-        parts = urlsplit(warehouse)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        base = host + parts.path.rstrip("/")
-    else:
-        path = warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse
-        base = "/" + os.path.abspath(path).strip("/")
+    base = warehouse_namespace(warehouse).split("://", 1)[1]
     return f"paimon://{base.rstrip('/')}/{identifier}"
 
 

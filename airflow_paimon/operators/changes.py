@@ -23,9 +23,9 @@ from airflow_paimon.format.consumers import check_consumer_id
 from airflow_paimon.format.errors import InvalidOptionError, PaimonError
 from airflow_paimon.format.fileio import FileIO
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.lineage import LineageDataset, path_dataset, table_dataset
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
-from airflow_paimon.operators.lineage import LineageDataset, path_dataset, table_dataset
 from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.operators.tags import PaimonTableOperator
 

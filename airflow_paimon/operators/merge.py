@@ -26,12 +26,12 @@ from airflow_paimon import arguments as args
 from airflow_paimon.format import values
 from airflow_paimon.format.consumers import check_consumer_id
 from airflow_paimon.format.errors import InvalidOptionError, PaimonError
+from airflow_paimon.lineage import LineageDataset, merged_columns, path_dataset, table_dataset
 from airflow_paimon.local_merge.choose import ENGINES
 from airflow_paimon.local_merge.engine import DEFAULT_MEMORY_BUDGET
 from airflow_paimon.merge import FEED_KEY, SOURCE_FORMATS, MergeClause, parse_clauses
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.failures import task_failure
-from airflow_paimon.operators.lineage import LineageDataset, merged_columns, path_dataset, table_dataset
 from airflow_paimon.operators.runs import plan_run
 from airflow_paimon.operators.spark_submit import (
     PaimonSparkSubmitOperator,
