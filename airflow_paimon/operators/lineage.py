@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from airflow_paimon.format.table import Table
     from airflow_paimon.hooks.paimon import PaimonHook
 
-__all__ = ["PaimonLineage"]
+__all__ = ["COMMIT_ASSET_ALIAS", "PaimonLineage"]
+
+COMMIT_ASSET_ALIAS = "paimon_commits"
+"""The asset alias through which the operators that commit data (merge, compaction) emit their table's asset
+event, one per new snapshot; the asset is the one :class:`~airflow_paimon.operators.tags.CreateTagOperator`'s
+events use, so a DAG scheduled on a table's asset runs after either."""
 
 # What the ``paimon`` facet of a dataset holds.
 PAIMON_FACET_FIELDS = ("primaryKeys", "partitionKeys", "options", "commitKind", "tag")
@@ -64,6 +69,36 @@ class PaimonLineage:
 
     def lineage_table(self, identifier: str | None = None) -> Table:
         return self.lineage_hook().get_table(identifier or getattr(self, "table"))
+
+    def commit_outlets(self, outlets: Any) -> list[Any]:
+        """``outlets`` plus the commit alias, for an operator that commits data (call it in ``__init__``)."""
+        from airflow.sdk import AssetAlias
+
+        out = list(outlets or [])
+        if self.commits_data:
+            out.append(AssetAlias(name=COMMIT_ASSET_ALIAS))
+        return out
+
+    def post_execute(self, context: Any, result: Any = None) -> None:
+        """A commit's asset event: the table's asset through the commit alias, with the snapshot in ``extra``."""
+        super().post_execute(context, result)  # type: ignore[misc]
+        done = self.lineage_result
+        events = context.get("outlet_events") if hasattr(context, "get") else None
+        if not (self.commits_data and events is not None and isinstance(done, Mapping)
+                and done.get("status") == "committed" and done.get("snapshot_id") is not None):
+            return
+        from airflow.sdk import AssetAlias
+
+        from airflow_paimon.assets import table_asset
+
+        hook = self.lineage_hook()
+        identifier = str(done.get("target") or getattr(self, "table"))
+        extra = {"table": identifier, "warehouse": hook.warehouse, "snapshot_id": done["snapshot_id"],
+                 "operator": type(self).__name__, "commit_user": done.get("commit_user"),
+                 "commit_identifier": done.get("commit_identifier")}
+        asset = table_asset(hook.warehouse, identifier)
+        events[AssetAlias(name=COMMIT_ASSET_ALIAS)].add(asset, extra=extra)
+        getattr(self, "log").info("Asset event for %s: snapshot %s", asset.name, done["snapshot_id"])
 
     def get_openlineage_facets_on_start(self) -> Any:
         return self.openlineage_for(None)

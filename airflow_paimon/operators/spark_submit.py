@@ -132,6 +132,7 @@ class PaimonSparkSubmitOperator(CheckedArguments, PaimonLineage, SparkSubmitOper
         if "application" in kwargs:
             raise TypeError(f"{type(self).__name__} runs its own application; do not pass application=")
         kwargs.setdefault("name", f"paimon-{self.app_name.replace('_app', '')}")
+        kwargs["outlets"] = self.commit_outlets(kwargs.get("outlets"))
         super().__init__(application=application_path(self.app_name), **kwargs)
         self.paimon_conn_id = paimon_conn_id
         self.ship_package = ship_package

@@ -71,3 +71,30 @@ def test_bad_input_fails_the_task_without_retries(warehouse, tmp_path):
     with pytest.raises(AirflowFailException, match="several rows for one target primary key.*not retried"):
         op.execute(context())
     assert warehouse.get_table("db.t").latest_snapshot().id == 1
+
+
+def test_a_commit_emits_the_tables_asset_event_through_the_commit_alias(warehouse, tmp_path):
+    """As Airflow's task runner does: execute, then post_execute with the same context."""
+    from airflow.sdk import AssetAlias
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from airflow_paimon.assets import table_asset
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    path = str(tmp_path / "day.parquet")
+    pq.write_table(pa.table({"id": [4], "v": [4.0]}), path)
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source=path, engine="local")
+    assert AssetAlias(name="paimon_commits") in op.outlets
+    ctx = dict(context(), outlet_events=OutletEventAccessors())
+    out = op.execute(ctx)
+    op.post_execute(ctx)
+    [event] = ctx["outlet_events"][AssetAlias(name="paimon_commits")].asset_alias_events
+    expected = table_asset(warehouse.warehouse, "db.t")
+    assert (event.dest_asset_key.name, event.dest_asset_key.uri) == (expected.name, expected.uri)
+    assert event.extra["snapshot_id"] == out["snapshot_id"] == warehouse.get_table("db.t").latest_snapshot().id
+    assert event.extra["operator"] == "MergeIncrementalOperator" and event.extra["table"] == "db.t"
+    # A retry that finds its commit emits nothing: the snapshot's event was emitted by the run that made it.
+    again = dict(context(try_number=2), outlet_events=OutletEventAccessors())
+    assert op.execute(again)["status"] == "already_committed"
+    op.post_execute(again)
+    assert again["outlet_events"][AssetAlias(name="paimon_commits")].asset_alias_events == []
