@@ -110,7 +110,9 @@ def _operator(mode, monkeypatch, **kwargs):
     conn, extra = MODES[mode]
     if conn is not None:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps(conn))
-    args = dict(task_id="merge", table="db.t", source="/in/2026-11-14", conn_id="spark_test", ship_package=False)
+    # engine="spark": what reaches spark-submit is the point here, not which engine auto would choose
+    args = dict(task_id="merge", table="db.t", source="/in/2026-11-14", conn_id="spark_test", ship_package=False,
+                engine="spark")
     args.update(extra)
     args.update(kwargs)
     return MergeIncrementalOperator(**args)
@@ -167,7 +169,7 @@ def test_standalone_cluster_mode_is_refused_before_anything_is_submitted(fake_sp
         {"conn_type": "spark", "host": "spark://master.example", "port": 7077, "extra": {"deploy-mode": "cluster"}}))
     from airflow_paimon.operators.merge import MergeIncrementalOperator
 
-    op = MergeIncrementalOperator(task_id="merge", table="db.t", source="/in", conn_id="spark_test")
+    op = MergeIncrementalOperator(task_id="merge", table="db.t", source="/in", conn_id="spark_test", engine="spark")
     with pytest.raises(AirflowFailException, match="cannot run Python applications on a standalone cluster"):
         op.execute(_context())
     assert not fake_spark.exists()
