@@ -49,6 +49,7 @@ DAG_FILE = textwrap.dedent(
         with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False) as dag:
             merge = MergeIncrementalOperator(
                 task_id="merge", table="db.orders", source="{{ dag_run.conf['source'] }}", driver_bytes=0,
+                engine="spark",
                 clauses=[matched_delete(condition="s.op = 'D'"), matched_update(set="*"),
                          not_matched_insert(values="*", condition="s.op <> 'D'")], **spark)
             compact = CompactOperator(task_id="compact", table="db.orders", **spark)
