@@ -234,7 +234,10 @@ def _resolve(columns: Sequence[str], name: str) -> str | None:
 
 
 def open_transaction(table: Table, commit_user: str | None, commit_identifier: int | None) -> Transaction:
-    return table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), commit_user=commit_user)
+    """The MERGE's commit; its writes go through the library's TableWrite, which writes the changelog the
+    table's producer asks for (input, lookup), so the commit declares that producer."""
+    return table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), commit_user=commit_user,
+                             changelog=table.core_options.changelog_producer)
 
 
 def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: Any = None, *,

@@ -117,3 +117,32 @@ def test_a_plain_upsert_reads_no_target_data(table, tmp_path):
     assert d.result["mode"] == "upsert" and d.result["target_rows_read"] == 0
     assert d.result["rows"] == {"inserted": 2, "updated": 0, "deleted": 0}
     assert {r["id"]: r["v"] for r in table.read().to_pylist()}[5] == 50.0 and table.read().num_rows == 11
+
+
+@pytest.mark.parametrize("producer", ["lookup", "input"])
+def test_a_merge_into_a_changelog_table_writes_the_producers_changelog(tmp_path, producer):
+    """lookup: the in-process MERGE and Table.write of the same changes give the same change feed; input: the
+    rows the MERGE wrote, with the kinds it knows (an update +U, an insert +I), as the Spark path writes them."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.float64())])
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    made = []
+    for name in ("merged", "written"):
+        t = cat.create_table(f"db.{name}", schema, primary_keys=["id"],
+                             options={"bucket": "2", "changelog-producer": producer})
+        t.write(pa.table({"id": [1, 2, 3], "v": [1.0, 2.0, 3.0]}, schema=schema))
+        made.append(t)
+    merged, written = made
+    before = merged.latest_snapshot().id
+    merge_in_process(merged, pa.table({"id": [2, 3, 9], "v": [20.0, 3.0, 9.0]}, schema=schema),
+                     [matched_update(condition="s.v > t.v"), not_matched_insert()])
+    written.write(pa.table({"id": [2, 9], "v": [20.0, 9.0]}, schema=schema))
+
+    def feed(t):
+        rows = t.changes(before, t.latest_snapshot().id, mode="changelog").read_all().to_pylist()
+        return sorted((r["_change_type"], r["id"], r["v"]) for r in rows)
+
+    if producer == "lookup":
+        assert feed(merged) == feed(written) and ("update_preimage", 2, 2.0) in feed(merged)
+    else:
+        assert feed(merged) == [("insert", 9, 9.0), ("update_postimage", 2, 20.0)]
