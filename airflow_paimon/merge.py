@@ -302,10 +302,10 @@ def normalize_on(on: Any, primary_keys: Sequence[str], target_columns: Sequence[
     return out
 
 
-def target_columns_needed(names: Sequence[str], primary_keys: Sequence[str], sequence_fields: Sequence[str],
+def target_columns_needed(names: Sequence[str], primary_keys: Sequence[str],
                           clauses: Sequence[MergeClause], on: Sequence[str], guard_fields: Sequence[str]) -> list[str]:
     """The target columns (of `names`, in that order) the clauses read: conditions, values, the columns an
-    update keeps, the sequence fields a delete keeps; a plain upsert needs only the keys."""
+    update keeps, every column for a delete (its row is written whole); a plain upsert needs only the keys."""
     need = set(primary_keys) | set(on) | set(guard_fields)
     by_lower = {n.lower(): n for n in names}
     for c in clauses:
@@ -317,7 +317,8 @@ def target_columns_needed(names: Sequence[str], primary_keys: Sequence[str], seq
                 assigned = {by_lower.get(k.lower()) for k in c.assignments}
                 need |= {n for n in names if n not in assigned}
         if c.action == "delete":
-            need |= set(sequence_fields)
+            # a delete writes the whole target row, as the Spark path does: NOT NULL columns keep their values
+            need |= set(names)
     return [n for n in names if n in need]
 
 
