@@ -139,25 +139,11 @@ class LocalMerge:
         out = pa.concat_tables(outputs) if outputs else self.compiled.output.empty_table()
         kinds = out.column("__kind").combine_chunks()
         data = out.drop_columns(["__kind"])
-        counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
-        rows = {"inserted": int(counts[0]), "updated": int(counts[2]), "deleted": int(counts[1] + counts[3])}
-        messages = self.table.new_write().write(data, kinds, base_snapshot=self.tx.base, duplicates="error",
-                                                what="the MERGE output") if data.num_rows else []
-        written = time.monotonic()
-        snap = self.tx.commit(messages) if messages else None
-        committed = time.monotonic()
-        base = self.tx.base
-        result = {
-            "target": self.table.identifier, "commit_user": self.tx.commit_id.user if self.tx.commit_id else None,
-            "commit_identifier": self.tx.commit_id.identifier if self.tx.commit_id else None,
-            "status": "committed" if snap is not None else "no_changes",
-            "snapshot_id": snap.id if snap is not None else (base.id if base is not None else None),
-            "engine": "local", "mode": "merge", "rows": rows, "target_splits_read": splits_read,
-            "target_rows_read": rows_read, "target_columns_read": self.target_columns,
-            "timings": {"plan": round(planned - self.started, 3), "evaluate": round(evaluated - planned, 3),
-                        "write": round(written - evaluated, 3), "commit": round(committed - written, 3)},
-            "seconds": round(committed - self.started, 3),
-        }
+        result, written, committed = self._commit(data, kinds, "the MERGE output", "merge")
+        result.update(target_splits_read=splits_read, target_rows_read=rows_read,
+                      target_columns_read=self.target_columns,
+                      timings={"plan": round(planned - self.started, 3), "evaluate": round(evaluated - planned, 3),
+                               "write": round(written - evaluated, 3), "commit": round(committed - written, 3)})
         if self.guard:
             result["sequence_guard"] = self.guard
         result.update(self.details)
@@ -170,13 +156,24 @@ class LocalMerge:
         names = self.source.column_names
         data = pa.table({f.name: self.source.column(_resolve(names, f.name) or f.name).cast(f.type) for f in logical})
         data, kinds = kinds_to_write(self.table.core_options, data, None)
+        result, written, committed = self._commit(data, kinds, "the MERGE source", "upsert")
+        result.update(target_splits_read=0, target_rows_read=0,
+                      timings={"plan": round(planned - self.started, 3), "write": round(written - planned, 3),
+                               "commit": round(committed - written, 3)})
+        result.update(self.details)
+        return result
+
+    def _commit(self, data: pa.Table, kinds: pa.Array | None, what: str,
+                mode: str) -> tuple[dict[str, Any], float, float]:
+        """Write `data` (with its row kinds) and commit it once; the result's common part, and when the write
+        and the commit ended."""
         if kinds is None:
             rows = {"inserted": data.num_rows, "updated": 0, "deleted": 0}
         else:
             counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
             rows = {"inserted": int(counts[0]), "updated": int(counts[2]), "deleted": int(counts[1] + counts[3])}
         messages = self.table.new_write().write(data, kinds, base_snapshot=self.tx.base, duplicates="error",
-                                                what="the MERGE source") if data.num_rows else []
+                                                what=what) if data.num_rows else []
         written = time.monotonic()
         snap = self.tx.commit(messages) if messages else None
         committed = time.monotonic()
@@ -186,13 +183,9 @@ class LocalMerge:
             "commit_identifier": self.tx.commit_id.identifier if self.tx.commit_id else None,
             "status": "committed" if snap is not None else "no_changes",
             "snapshot_id": snap.id if snap is not None else (base.id if base is not None else None),
-            "engine": "local", "mode": "upsert", "rows": rows, "target_splits_read": 0, "target_rows_read": 0,
-            "timings": {"plan": round(planned - self.started, 3), "write": round(written - planned, 3),
-                        "commit": round(committed - written, 3)},
-            "seconds": round(committed - self.started, 3),
+            "engine": "local", "mode": mode, "rows": rows, "seconds": round(committed - self.started, 3),
         }
-        result.update(self.details)
-        return result
+        return result, written, committed
 
     def _read_target(self, split: Split | None) -> pa.Table:
         logical = self.table.arrow_schema()
