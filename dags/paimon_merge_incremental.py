@@ -6,7 +6,8 @@ day as scheduled ones):
 
 1. ``check_day``: skip the day's merge and tag when the tag ``D`` already exists (the day is done), unless the
    run's ``params.reapply`` asks to merge again;
-2. ``merge_increment`` (:class:`~airflow_paimon.operators.merge.MergeIncrementalOperator`, on Spark): MERGE the
+2. ``merge_increment`` (:class:`~airflow_paimon.operators.merge.MergeIncrementalOperator`, in the worker when it
+   fits its memory budget, else on Spark): MERGE the
    files of ``{params.incoming}/D/`` into the table: rows with ``op = 'D'`` delete, the others upsert. Only the
    increment is read and written (new level-0 files; merge-on-read does the rest). Exactly once: a retry, or a
    re-run of the same day, finds the day's commit and commits nothing; a run with ``params.reapply`` merges the
