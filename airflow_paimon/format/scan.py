@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
     from .table import Table
 
+DECODED_PER_FILE_BYTE = 4
+"""How many times larger rows are in memory than in their compressed Parquet file: an estimate for memory budgets."""
+
 _RANGE_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp,
                 pa.types.is_decimal)
 
