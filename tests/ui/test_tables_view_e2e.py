@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.e2e.tables import commit_at, create_table
-from tests.e2e.test_backfill_e2e import Standalone, free_port, wait_for
 from tests.ui.many_snapshots import table_with_many_snapshots
 
 httpx = pytest.importorskip("httpx")
@@ -96,6 +95,8 @@ def _token(base: str, user: str, password: str) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
+    from tests.e2e.test_backfill_e2e import Standalone, free_port, wait_for  # imports Airflow: not at collection
+
     root = tmp_path_factory.mktemp("tables-view")
     home, warehouse, big = root / "home", root / "wh", root / "big"
     home.mkdir()
@@ -107,35 +108,30 @@ def site(tmp_path_factory):
     table.create_tag("2026-11-18", snapshot_id=first)
     source = root / "day.parquet"
     pq.write_table(pa.table({"id": pa.array([2, 5], pa.int64()), "value": ["changed", "new"]}), source)
-    table_with_many_snapshots(str(big), "big.events", BIG_SNAPSHOTS, BIG_TAGS)
 
     port = free_port()
     env = _environment(home, port, warehouse, big, source)
     passwords = {"admin": secrets.token_urlsafe(12), "viewer": secrets.token_urlsafe(12)}
     (home / "passwords.json").write_text(json.dumps(passwords))
     # Migrate, then start the API server while the DAG run (``airflow dags test``) goes on in the same process.
-    migrated = root / "migrated"
-    t0 = time.perf_counter()
-    prepare = subprocess.Popen(
-        [sys.executable, "-m", "tests.ui.airflow_commands", str(migrated), "db migrate",
-         f"dags test {DAG_ID} 2026-11-20"], env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+    migrated, prepare_log = root / "migrated", home / "prepare.log"
+    with open(prepare_log, "wb") as log:
+        prepare = subprocess.Popen(
+            [sys.executable, "-m", "tests.ui.airflow_commands", str(migrated), "db migrate",
+             f"dags test {DAG_ID} 2026-11-20"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    table_with_many_snapshots(str(big), "big.events", BIG_SNAPSHOTS, BIG_TAGS)  # meanwhile
     deadline = time.monotonic() + 240
     while not migrated.exists() and prepare.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    print(f"TIMING migrated {time.perf_counter() - t0:.1f}")
     base = f"http://127.0.0.1:{port}"
     command = ("api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
     with Standalone(home, env, command) as server:
-        output, _ = prepare.communicate(timeout=240)
-        assert prepare.returncode == 0, output[-5000:]
-        print(f"TIMING dag run {time.perf_counter() - t0:.1f}")
+        assert prepare.wait(timeout=240) == 0, prepare_log.read_text(errors="replace")[-5000:]
         merged = table.latest_snapshot()
         assert merged is not None and merged.commit_user == f"airflow:{DAG_ID}.merge", merged
         table.create_tag("merged", snapshot_id=merged.id)
         wait_for("the API server", lambda: httpx.get(f"{base}/api/v2/monitor/health", timeout=5).status_code == 200,
                  180, server, interval=0.5)
-        print(f"TIMING server up {time.perf_counter() - t0:.1f}")
         admin = _token(base, "admin", passwords["admin"])
         runs = httpx.get(f"{base}/api/v2/dags/{DAG_ID}/dagRuns", headers={"Authorization": f"Bearer {admin}"},
                          timeout=30).json()["dag_runs"]
@@ -152,10 +148,8 @@ PATHS = ["/paimon/", "/paimon/connections/paimon_default", TABLE_PATH, TABLE_PAT
 
 
 def test_the_page_in_a_browser(site):
-    started = time.perf_counter()
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        print(f"TIMING browser launched {time.perf_counter() - started:.1f}")
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             # The cookie Airflow's login sets; the UI and its iframe send it to the API server.
@@ -194,8 +188,10 @@ def test_the_page_in_a_browser(site):
             assert page.locator("#keep-from").inner_text() == str(site.merged_snapshot - 1)
             page.screenshot(path=str(site.artefacts / "expiry.png"), full_page=True)
 
-            print(f"TIMING browser before nav {time.perf_counter() - started:.1f}")
-            page.goto(site.base + "/plugin/paimon-tables")  # the Browse menu's entry: the view in an iframe
+            page.goto(site.base + "/")  # Airflow's UI: Browse -> Paimon tables opens the view in an iframe
+            page.get_by_role("button", name="Browse").click()
+            page.get_by_role("menuitem", name="Paimon tables").click()
+            page.wait_for_url("**/plugin/paimon-tables")
             frame = page.frame_locator("iframe")
             frame.locator("a", has_text="orders").first.wait_for()
             page.screenshot(path=str(site.artefacts / "navigation.png"))
