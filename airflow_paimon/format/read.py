@@ -115,14 +115,18 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         return logical.empty_table().select(wanted)
     raw = split.deletion_files is not None and not table.core_options.deletion_vectors_merge_on_read
     if table.is_primary_key and raw:
-        # The vectors leave one live row per key in the files above level 0: no merge (Paimon's raw read).
-        parts = read_files(table, split, needed + [VALUE_KIND],
-                           pa.schema([f.with_nullable(True) for f in logical] + [pa.field(VALUE_KIND, pa.int8())]))
+        # The vectors leave one live row per key in the files above level 0: no merge (Paimon's raw read). Files
+        # that record retractions, or do not say, are read with their row kinds and the retractions dropped.
+        unsure = any(f.delete_row_count is None or f.delete_row_count > 0 for f in split.files)
+        system = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
+        parts = read_files(table, split, needed + [f.name for f in system],
+                           pa.schema([f.with_nullable(True) for f in logical] + system))
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        kinds = data.column(VALUE_KIND)
-        retract = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
-        if pc.any(retract).as_py():
-            data = data.filter(pc.invert(retract))
+        if unsure:
+            kinds = data.column(VALUE_KIND)
+            retract = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
+            if pc.any(retract).as_py():
+                data = data.filter(pc.invert(retract))
     elif table.is_primary_key:
         keys = schema.trimmed_primary_keys
         seq_fields = list(table.core_options.sequence_fields)
