@@ -118,9 +118,9 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         # The vectors leave one live row per key in the files above level 0: no merge (Paimon's raw read). Files
         # that record retractions, or do not say, are read with their row kinds and the retractions dropped.
         unsure = any(f.delete_row_count is None or f.delete_row_count > 0 for f in split.files)
-        system = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
-        parts = read_files(table, split, needed + [f.name for f in system],
-                           pa.schema([f.with_nullable(True) for f in logical] + system))
+        kind_field = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
+        parts = read_files(table, split, needed + [f.name for f in kind_field],
+                           pa.schema([f.with_nullable(True) for f in logical] + kind_field))
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if unsure:
             kinds = data.column(VALUE_KIND)
