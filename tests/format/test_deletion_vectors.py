@@ -119,7 +119,7 @@ def test_writes_leave_one_live_row_per_key_above_level_0(catalog, bitmap64):
     model: dict[int, str] = {}
     steps = [("w", range(0, 40), "a"), ("w", range(20, 60), "b"), ("d", [1, 2, 25, 59], None),
              ("w", range(0, 5), "c"), ("w", [25, 70], "d"), ("d", [70, 71], None)]
-    for op, ids, v in steps:
+    for op, ids, v in steps[:6 if bitmap64 == "false" else 3]:   # the 64-bit case: the format, not the levels
         if op == "w":
             table.write(rows(ids, v))
             model.update({i: f"{v}{i}" for i in ids})
@@ -192,3 +192,21 @@ def test_upkeep_keeps_the_vectors_live_snapshots_and_tags_use(catalog):
     assert not (tagged_index - latest_index) & index_files(table)
     assert latest_index <= index_files(table)
     assert table.read().num_rows == 19
+
+
+def test_a_rollback_keeps_the_tags_vectors_and_writes_go_on_from_them(catalog):
+    table = dv_table(catalog)
+    table.write(rows(range(20), "a"))
+    table.write(rows(range(5), "b"))
+    table.create_tag("t1")
+    tagged_index = {e.file_name for e in read_index_manifest(table, table.latest_snapshot().index_manifest)}
+    tag_rows = table.read(tag="t1").sort_by("id")
+    table.write(rows(range(3, 8), "c"))
+    later_index = {e.file_name for e in read_index_manifest(table, table.latest_snapshot().index_manifest)}
+    table.maintenance.rollback(to_tag="t1")
+    assert table.read().sort_by("id").equals(tag_rows)
+    assert tagged_index <= index_files(table) and not (later_index - tagged_index) & index_files(table)
+    table.write(rows([4, 30], "d"))
+    expected = {i: f"a{i}" for i in range(20)} | {i: f"b{i}" for i in range(5)} | {4: "d4", 30: "d30"}
+    assert dict(zip(*table.read().to_pydict().values())) == expected
+    assert raw_rows(table) == sorted(expected.items())
