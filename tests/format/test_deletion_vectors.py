@@ -210,3 +210,15 @@ def test_a_rollback_keeps_the_tags_vectors_and_writes_go_on_from_them(catalog):
     expected = {i: f"a{i}" for i in range(20)} | {i: f"b{i}" for i in range(5)} | {4: "d4", 30: "d30"}
     assert dict(zip(*table.read().to_pydict().values())) == expected
     assert raw_rows(table) == sorted(expected.items())
+
+
+def test_a_diff_sees_rows_a_vector_deleted_from_a_file_both_ends_list(catalog):
+    """The deleted key's row stays in a file both ends list; only the vector says it is gone."""
+    table = dv_table(catalog, bucket="1")
+    table.write(rows([1, 2, 3], "a"))
+    start = table.latest_snapshot().id
+    table.write(rows([2, 4], "b"))
+    table.delete(pa.table({"id": pa.array([3], pa.int64())}))
+    got = table.changes(start, None, mode="diff").read_all()
+    assert sorted(zip(*[got.column(c).to_pylist() for c in ("id", "v", "_change_type")])) == [
+        (2, "a2", "update_preimage"), (2, "b2", "update_postimage"), (3, "a3", "delete"), (4, "b4", "insert")]
