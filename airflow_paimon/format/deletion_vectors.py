@@ -73,25 +73,33 @@ def encode_vector(positions: np.ndarray, bitmap64: bool) -> bytes:
     return struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data) & 0xFFFFFFFF)
 
 
+def vector_length(size: int, bitmap64: bool) -> int:
+    """The length the index manifest records for a vector whose bitmap data is `size` bytes: Paimon records the
+    bitmap data's size for the 32-bit format and the whole serialised vector (size and CRC fields included) for
+    the 64-bit one (what each format's `serializeTo` returns)."""
+    return size + 8 if bitmap64 else size
+
+
 def decode_vector(blob: bytes, offset: int, length: int, where: str) -> np.ndarray:
     """The sorted deleted positions of the vector at `offset` of an index file's bytes `blob`."""
     def corrupt(reason: str) -> CorruptFileError:
         return CorruptFileError(f"deletion-vector index file {where}: {reason} at offset {offset}; restore the file "
                                 "from a backup, or roll back to a snapshot that does not use it")
 
-    if offset < 1 or offset + 4 > len(blob):
+    if offset < 1 or offset + 8 > len(blob):
         raise corrupt(f"no vector (file of {len(blob)} bytes)")
     (size,) = struct.unpack_from(">i", blob, offset)
-    if size != length or offset + 8 + size > len(blob) or size < 4:
-        raise corrupt(f"vector size {size} does not match the index manifest's {length}")
+    bits64 = struct.unpack_from("<i", blob, offset + 4)[0] == MAGIC_64
+    if not bits64 and struct.unpack_from(">i", blob, offset + 4)[0] != MAGIC_32:
+        raise corrupt("unknown magic number (neither Paimon's 32-bit nor 64-bit deletion vector)")
+    if vector_length(size, bits64) != length or size < 4 or offset + 8 + size > len(blob):
+        raise corrupt(f"vector size {size} does not match the index manifest's length {length}")
     data = blob[offset + 4:offset + 4 + size]
     (crc,) = struct.unpack_from(">I", blob, offset + 4 + size)
     if zlib.crc32(data) & 0xFFFFFFFF != crc:
         raise corrupt("checksum mismatch")
-    if struct.unpack_from(">i", data)[0] == MAGIC_32:
+    if not bits64:
         return np.asarray(BitMap.deserialize(data[4:]).to_array(), dtype=np.int64)
-    if struct.unpack_from("<i", data)[0] != MAGIC_64:
-        raise corrupt("unknown magic number (neither Paimon's 32-bit nor 64-bit deletion vector)")
     (count,) = struct.unpack_from("<q", data, 4)
     pos = 12
     out = []
@@ -124,7 +132,8 @@ def write_vectors(io: FileIO, directory: str, vectors: Mapping[str, np.ndarray],
         if len(positions) == 0:
             continue
         blob = encode_vector(positions, bitmap64)
-        ranges.append(VectorRange(data_file, position, len(blob) - 8, int(len(np.unique(positions)))))
+        ranges.append(VectorRange(data_file, position, vector_length(len(blob) - 8, bitmap64),
+                                  int(len(np.unique(positions)))))
         chunks.append(blob)
         position += len(blob)
     data = b"".join(chunks)

@@ -53,7 +53,10 @@ def test_a_vector_round_trips_in_both_bitmap_formats(bitmap64):
     positions = np.array([0, 3, 4, 5, 70_000, 2**31 - 1] + ([2**32 + 7, 5 * 2**32] if bitmap64 else []), np.int64)
     blob = b"\x01" + encode_vector(positions, bitmap64)
     (size,) = struct.unpack_from(">i", blob, 1)
-    assert np.array_equal(decode_vector(blob, 1, size, "f"), positions)
+    # The index manifest records the bitmap data's size (32-bit) or the whole vector's (64-bit), as Paimon does.
+    assert np.array_equal(decode_vector(blob, 1, size + 8 if bitmap64 else size, "f"), positions)
+    with pytest.raises(CorruptFileError, match="does not match the index manifest's length"):
+        decode_vector(blob, 1, size if bitmap64 else size + 8, "f")
     magic = struct.unpack_from("<i" if bitmap64 else ">i", blob, 5)[0]
     assert magic == (MAGIC_64 if bitmap64 else MAGIC_32)
 
@@ -67,7 +70,7 @@ def test_vectors_laid_out_by_the_spec_are_read():
     blob = b"\x01"
     offsets = []
     for data in (data32, data64):
-        offsets.append((len(blob), len(data)))
+        offsets.append((len(blob), len(data) + (8 if data is data64 else 0)))
         blob += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
     assert decode_vector(blob, *offsets[0], "f").tolist() == [1, 2, 9]
     assert decode_vector(blob, *offsets[1], "f").tolist() == [1, 2, 9, 2**32 + 5]
