@@ -14,6 +14,7 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
+from .deletion_vectors_index import IndexEntry, combine_index, index_file_path
 from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
@@ -50,6 +51,11 @@ class CommitMessage:
     compact_before: list[DataFileMeta] = field(default_factory=list)
     compact_after: list[DataFileMeta] = field(default_factory=list)
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
+    # Index files (deletion vectors) added with each increment, and the names of those they replace.
+    index_adds: list[IndexEntry] = field(default_factory=list)
+    index_deletes: list[str] = field(default_factory=list)
+    compact_index_adds: list[IndexEntry] = field(default_factory=list)
+    compact_index_deletes: list[str] = field(default_factory=list)
 
     _LISTS = ("new_files", "deleted_files", "changelog_files", "compact_before", "compact_after",
               "compact_changelog")
@@ -59,11 +65,18 @@ class CommitMessage:
                                "total_buckets": self.total_buckets}
         for name in self._LISTS:
             out[name] = [f.to_dict() for f in getattr(self, name)]
+        for name in ("index_adds", "compact_index_adds"):
+            out[name] = [e.to_dict() for e in getattr(self, name)]
+        out["index_deletes"], out["compact_index_deletes"] = self.index_deletes, self.compact_index_deletes
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CommitMessage":
-        lists = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
+        lists: dict[str, Any] = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
+        for name in ("index_adds", "compact_index_adds"):
+            lists[name] = [IndexEntry.from_dict(e) for e in d.get(name, [])]
+        for name in ("index_deletes", "compact_index_deletes"):
+            lists[name] = list(d.get(name, []))
         return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists)
 
     def _entries(self, kind: int, files: Sequence[DataFileMeta]) -> list[ManifestEntry]:
@@ -208,13 +221,18 @@ class Transaction:
         entries = [e for m in messages for e in m.entries()]
         changelog = [e for m in messages for e in m.changelog_entries()]
         compact = [e for m in messages for e in m.compact_entries()]
-        if not entries and not changelog and not compact and self.kind != "OVERWRITE":
+        index = ([e for m in messages for e in m.index_adds], [n for m in messages for n in m.index_deletes])
+        compact_index = ([e for m in messages for e in m.compact_index_adds],
+                         [n for m in messages for n in m.compact_index_deletes])
+        if not entries and not changelog and not compact and not any(index + compact_index) \
+                and self.kind != "OVERWRITE":
             return None
         base_id = self.base.id if self.base is not None else 0
         first: Snapshot | None = None
-        if entries or changelog or self.kind == "OVERWRITE":
+        if entries or changelog or any(index) or self.kind == "OVERWRITE":
             try:
-                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once)
+                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once,
+                                             index=index)
             except CommitConflictError as e:
                 # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
                 landed = find_commit(self.table, commit_id) if commit_id is not None else None
@@ -222,13 +240,13 @@ class Transaction:
                     return landed
                 deleted = self.delete_new_files(messages)
                 raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
-            if not compact:
+            if not compact and not any(compact_index):
                 return first
         compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
         try:
             # Checked against the writer's base, not its own snapshot: the increment was planned on that base.
             return self._commit_entries(compact, compact_changelog, base_id, "COMPACT", recheck=False,
-                                        compact_increment=True)
+                                        compact_increment=True, index=compact_index)
         except CommitConflictError as e:
             if first is None:
                 deleted = self.delete_new_files(messages)
@@ -254,6 +272,9 @@ class Transaction:
             elsewhere = moved | {f.file_name for f in m.new_files + m.compact_before}
             candidates += [(m, f) for f in m.compact_after if f.file_name not in elsewhere]
             candidates += [(m, f) for f in m.compact_changelog]
+        for m in messages:
+            for e in (m.index_adds if not compact_only else []) + m.compact_index_adds:
+                self.table.io.delete(index_file_path(self.table, e))
         if not candidates:
             return 0
         live = {e.file.file_name for e in self.table.file_entries(self.snapshots.latest())}
@@ -270,7 +291,8 @@ class Transaction:
         return count
 
     def _commit_entries(self, entries: list[ManifestEntry], changelog: list[ManifestEntry], base_snapshot_id: int,
-                        kind: str, *, recheck: bool, compact_increment: bool = False) -> Snapshot:
+                        kind: str, *, recheck: bool, compact_increment: bool = False,
+                        index: tuple[list[IndexEntry], list[str]] = ([], [])) -> Snapshot:
         """One snapshot of `kind`; `recheck`: a lost race first looks for this commit id (a retried task racing
         itself); a `compact_increment` moves files between levels and needs its target levels still free."""
         written: list[str] = []
@@ -282,6 +304,10 @@ class Transaction:
                 else:
                     self._check_conflicts(base_snapshot_id, latest, entries)
             base_metas = self._base_manifests(latest)
+            previous_index = latest.index_manifest if latest is not None else None
+            index_manifest = combine_index(self.table, previous_index, *index)
+            if index_manifest != previous_index and index_manifest is not None:
+                written.append(index_manifest)
             # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
             # opened the table before a schema change (its files record the schema they were written with).
             schema_id = max(self.table.schema().id, self.table.schema_manager.latest_id() or 0)
@@ -320,6 +346,7 @@ class Transaction:
                 delta_record_count=added - removed,
                 changelog_manifest_list=changelog_list,
                 changelog_manifest_list_size=changelog_size,
+                index_manifest=index_manifest,
                 changelog_record_count=sum(e.file.row_count for e in changelog),
                 watermark=latest.watermark if latest is not None else None,
                 properties=self.properties or None,
