@@ -34,8 +34,9 @@ def _objects(endpoint: str, table_uri: str) -> dict[str, int]:
 def test_writes_and_deletes_leave_no_directory_markers(s3_server, s3_warehouse):
     catalog = Catalog(s3_warehouse)
     catalog.create_database("db")
-    table = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("p", pa.string())]),
-                                 primary_keys=["p", "id"], partition_keys=["p"], options={"bucket": "2"})
+    fields: list[pa.Field] = [pa.field("id", pa.int64()), pa.field("p", pa.string())]
+    table = catalog.create_table("db.t", pa.schema(fields), primary_keys=["p", "id"], partition_keys=["p"],
+                                 options={"bucket": "2"})
     table.write(pa.table({"id": pa.array(range(6), pa.int64()), "p": ["a", "b"] * 3}))
     table.write(pa.table({"id": pa.array(range(3), pa.int64()), "p": ["a"] * 3}))
     table.delete(pa.table({"id": pa.array([1, 3, 5], pa.int64()), "p": ["b"] * 3}))
@@ -50,4 +51,4 @@ def test_writes_and_deletes_leave_no_directory_markers(s3_server, s3_warehouse):
     for e in entries:
         key = table.data_file_path(table.partition_codec.from_bytes(e.partition), e.bucket, e.file)
         assert objects[key[len(table.path) + 1:]] == e.file.file_size
-    assert sorted(table.read().column("id").to_pylist()) == [0, 1, 2, 4]
+    assert table.read().sort_by("id").column("id").to_pylist() == [0, 1, 2, 4]

@@ -113,8 +113,8 @@ def test_the_s3_secret_key_shows_in_no_command_line_spark_ui_log_xcom_or_rendere
     options = {k: v for k, v in extra.items() if k != "warehouse"}
     catalog = Catalog(warehouse, dict(options, **{"s3.access-key": "AKIASECRETCHECK", "s3.secret-key": secret}))
     catalog.create_database("db")
-    table = catalog.create_table("db.orders", pa.schema([("id", pa.int64()), ("name", pa.string())]),
-                                 primary_keys=["id"], options={"bucket": "1"})
+    fields: list[pa.Field] = [pa.field("id", pa.int64()), pa.field("name", pa.string())]
+    table = catalog.create_table("db.orders", pa.schema(fields), primary_keys=["id"], options={"bucket": "1"})
     for version in range(2):
         table.write(pa.table({"id": pa.array(range(20), pa.int64()), "name": [f"v{version}"] * 20}))
 
@@ -175,5 +175,6 @@ def test_the_s3_secret_key_shows_in_no_command_line_spark_ui_log_xcom_or_rendere
     assert result["rendered"] and "spark.eventLog.dir" in result["rendered"][0]
     assert secret not in json.dumps(result)
     # And the job did reach the store with the secret: the table is compacted.
-    assert Catalog(warehouse, dict(options, **{"s3.access-key": "AKIASECRETCHECK", "s3.secret-key": secret})
-                   ).get_table("db.orders").latest_snapshot().commit_kind == "COMPACT"
+    latest = Catalog(warehouse, dict(options, **{"s3.access-key": "AKIASECRETCHECK", "s3.secret-key": secret})
+                     ).get_table("db.orders").latest_snapshot()
+    assert latest is not None and latest.commit_kind == "COMPACT"
