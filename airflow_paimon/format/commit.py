@@ -15,6 +15,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
 from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
+from .index_manifest import (
+    HASH_INDEX,
+    IndexFileMeta,
+    IndexManifestEntry,
+    combine,
+    index_file_path,
+    read_index_manifest,
+    write_index_manifest,
+)
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
@@ -50,6 +59,9 @@ class CommitMessage:
     compact_before: list[DataFileMeta] = field(default_factory=list)
     compact_after: list[DataFileMeta] = field(default_factory=list)
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
+    # Index files of this bucket that land with the new-files increment (a dynamic bucket's new HASH index file
+    # replaces its previous one).
+    new_index_files: list[IndexFileMeta] = field(default_factory=list)
 
     _LISTS = ("new_files", "deleted_files", "changelog_files", "compact_before", "compact_after",
               "compact_changelog")
@@ -59,12 +71,14 @@ class CommitMessage:
                                "total_buckets": self.total_buckets}
         for name in self._LISTS:
             out[name] = [f.to_dict() for f in getattr(self, name)]
+        out["new_index_files"] = [f.to_dict() for f in self.new_index_files]
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CommitMessage":
         lists = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
-        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists)
+        index = [IndexFileMeta.from_dict(f) for f in d.get("new_index_files", [])]
+        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists, new_index_files=index)
 
     def _entries(self, kind: int, files: Sequence[DataFileMeta]) -> list[ManifestEntry]:
         return [ManifestEntry(kind, self.partition, self.bucket, self.total_buckets, f) for f in files]
@@ -80,6 +94,9 @@ class CommitMessage:
 
     def compact_changelog_entries(self) -> list[ManifestEntry]:
         return self._entries(ADD, self.compact_changelog)
+
+    def index_entries(self) -> list[IndexManifestEntry]:
+        return [IndexManifestEntry(ADD, self.partition, self.bucket, f) for f in self.new_index_files]
 
 
 @dataclass(frozen=True)
@@ -208,13 +225,15 @@ class Transaction:
         entries = [e for m in messages for e in m.entries()]
         changelog = [e for m in messages for e in m.changelog_entries()]
         compact = [e for m in messages for e in m.compact_entries()]
+        index = [e for m in messages for e in m.index_entries()]
         if not entries and not changelog and not compact and self.kind != "OVERWRITE":
             return None
         base_id = self.base.id if self.base is not None else 0
         first: Snapshot | None = None
         if entries or changelog or self.kind == "OVERWRITE":
             try:
-                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once)
+                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once,
+                                             index=index)
             except CommitConflictError as e:
                 # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
                 landed = find_commit(self.table, commit_id) if commit_id is not None else None
@@ -254,9 +273,16 @@ class Transaction:
             elsewhere = moved | {f.file_name for f in m.new_files + m.compact_before}
             candidates += [(m, f) for f in m.compact_after if f.file_name not in elsewhere]
             candidates += [(m, f) for f in m.compact_changelog]
-        if not candidates:
+        index_files = [f for m in messages for f in m.new_index_files] if not compact_only else []
+        if not candidates and not index_files:
             return 0
-        live = {e.file.file_name for e in self.table.file_entries(self.snapshots.latest())}
+        latest = self.snapshots.latest()
+        live_index = {e.file.file_name for e in read_index_manifest(
+            self.manifests, latest.index_manifest if latest is not None else None)}
+        for index_file in index_files:
+            if index_file.file_name not in live_index:
+                self.table.io.delete(index_file_path(self.table.path, index_file))
+        live = {e.file.file_name for e in self.table.file_entries(latest)}
         codec = self.table.partition_codec
         count = 0
         for m, f in candidates:
@@ -270,9 +296,11 @@ class Transaction:
         return count
 
     def _commit_entries(self, entries: list[ManifestEntry], changelog: list[ManifestEntry], base_snapshot_id: int,
-                        kind: str, *, recheck: bool, compact_increment: bool = False) -> Snapshot:
+                        kind: str, *, recheck: bool, compact_increment: bool = False,
+                        index: Sequence[IndexManifestEntry] = ()) -> Snapshot:
         """One snapshot of `kind`; `recheck`: a lost race first looks for this commit id (a retried task racing
-        itself); a `compact_increment` moves files between levels and needs its target levels still free."""
+        itself); a `compact_increment` moves files between levels and needs its target levels still free.
+        `index`: index-file changes, applied to the latest index manifest (none: the snapshot keeps it)."""
         written: list[str] = []
         for attempt in range(MAX_RETRIES):
             latest = self.snapshots.latest()
@@ -281,6 +309,12 @@ class Transaction:
                     self._check_levels_free(base_snapshot_id, latest, entries)
                 else:
                     self._check_conflicts(base_snapshot_id, latest, entries)
+                    self._check_index_conflicts(base_snapshot_id, latest, index)
+            index_manifest = latest.index_manifest if latest is not None else None
+            if index:
+                previous = read_index_manifest(self.manifests, index_manifest)
+                index_manifest = write_index_manifest(self.manifests, combine(previous, index))
+                written.append(index_manifest)
             base_metas = self._base_manifests(latest)
             # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
             # opened the table before a schema change (its files record the schema they were written with).
@@ -321,6 +355,7 @@ class Transaction:
                 changelog_manifest_list=changelog_list,
                 changelog_manifest_list_size=changelog_size,
                 changelog_record_count=sum(e.file.row_count for e in changelog),
+                index_manifest=index_manifest,
                 watermark=latest.watermark if latest is not None else None,
                 properties=self.properties or None,
                 next_row_id=latest.next_row_id if latest is not None else None,
@@ -381,6 +416,25 @@ class Transaction:
             if e.kind == ADD and e.file.level > 0 and (e.partition, e.bucket, e.file.level) in taken:
                 raise CommitConflictError(f"level {e.file.level} of bucket {e.bucket} was filled concurrently "
                                           f"(snapshots {base_id + 1}..{latest.id})")
+
+    def _check_index_conflicts(self, base_id: int, latest: Snapshot, index: Sequence[IndexManifestEntry]) -> None:
+        """Refuse to commit HASH index files over a concurrent change of the HASH index of the same partitions:
+        the other writer may have put new keys in buckets this one filled too, or a key this one also added in
+        another bucket (the write is then done again on the new latest snapshot)."""
+        partitions = {e.partition for e in index if e.file.index_type == HASH_INDEX}
+        if not partitions:
+            return
+        base = self.base if self.base is not None and self.base.id == base_id else None
+
+        def hash_files(snap: Snapshot | None) -> set[tuple[bytes, int, str]]:
+            entries = read_index_manifest(self.manifests, snap.index_manifest if snap is not None else None)
+            return {(e.partition, e.bucket, e.file.file_name) for e in entries
+                    if e.file.index_type == HASH_INDEX and e.partition in partitions}
+
+        if hash_files(base) != hash_files(latest):
+            raise CommitConflictError(f"the HASH index of a partition this commit writes was changed concurrently "
+                                      f"(snapshots {base_id + 1}..{latest.id}); nothing was committed, retry the "
+                                      "write")
 
     def _check_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
         """Refuse to commit over concurrent changes that would make this commit wrong."""
