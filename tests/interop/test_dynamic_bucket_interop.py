@@ -53,11 +53,10 @@ write(cat.get_table("db.t"), ARGS["rows"])
 print(json.dumps(read(cat.get_table("db.t"))))
 """
 
-WRITE_AND_READ = _COMMON + """
-t = cat.get_table("db.t")
-if ARGS["rows"]:
-    write(t, ARGS["rows"])
-print(json.dumps(read(cat.get_table("db.t"))))
+READ_WRITE_READ = _COMMON + """
+before = read(cat.get_table("db.t"))
+write(cat.get_table("db.t"), ARGS["rows"])
+print(json.dumps({"before": before, "after": read(cat.get_table("db.t"))}))
 """
 
 
@@ -105,12 +104,11 @@ def test_we_upsert_into_a_table_pypaimon_wrote_and_it_reads_one_row_per_key(tmp_
     for partition, buckets in before.items():
         for bucket, hashes in buckets.items():
             assert hashes <= after[partition][bucket], "a key left the bucket pypaimon's index put it in"
-    assert run_pypaimon(WRITE_AND_READ, {"warehouse": wh, "rows": []}) == expected
 
-    # pypaimon writes on from our index: updates of keys we added and deleted, and new keys.
+    # pypaimon reads our upsert, then writes on from our index: updates of keys we added and deleted, and new keys.
     theirs = [(i, "a" if i % 3 else "b", 3) for i in (7, 15, 16, 17, 25, 26)]
     final = [r for r in _expected(first, ours, theirs) if r[:2] != [7, "a"] or r[2] == 3]
-    assert run_pypaimon(WRITE_AND_READ, {"warehouse": wh, "rows": theirs}) == final
+    assert run_pypaimon(READ_WRITE_READ, {"warehouse": wh, "rows": theirs}) == {"before": expected, "after": final}
     assert _read(Catalog(wh).get_table("db.t")) == final
 
 
@@ -126,9 +124,9 @@ def test_pypaimon_reads_and_writes_on_a_dynamic_bucket_table_written_here(tmp_pa
     _write(table, second)
     buckets = _hash_buckets(table)
     assert all(len(b) >= 2 for b in buckets.values()), buckets
-    assert run_pypaimon(WRITE_AND_READ, {"warehouse": wh, "rows": []}) == _expected(first, second)
 
     theirs = [(i, "a" if i % 2 else "b", 3) for i in (0, 1, 12, 13, 30, 31)]
     final = _expected(first, second, theirs)
-    assert run_pypaimon(WRITE_AND_READ, {"warehouse": wh, "rows": theirs}) == final
+    assert run_pypaimon(READ_WRITE_READ, {"warehouse": wh, "rows": theirs}) == {"before": _expected(first, second),
+                                                                               "after": final}
     assert _read(catalog.get_table("db.t")) == final
