@@ -30,7 +30,8 @@ airflow: $(STAMP)
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
-# The quick subset: no Spark, Airflow, pypaimon, end-to-end tests or site build; the model tests (tests/format/test_model.py,
+# The quick subset: no Spark, Airflow, pypaimon, end-to-end tests, site build, nor tests that start other programs
+# (ruff, mypy, fresh interpreters); the model tests (tests/format/test_model.py,
 # test_change_model.py) on 2 random histories of 12 steps instead of 50 of 50, and the other randomised tests on a
 # fifth of their examples (tests/sizes.py); `make test` runs them all in full.
 # Spread over the machine's cores; tests/airflow, tests/e2e and tests/interop hold only tests of the excluded
@@ -38,7 +39,7 @@ test: $(STAMP)
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 PAIMON_TEST_SIZE=fast $(BIN)/python -m pytest -n auto \
-		-m "not spark and not airflow and not interop and not e2e and not bench and not docs and not objectstore and not cluster" \
+		-m "not spark and not airflow and not interop and not e2e and not bench and not docs and not objectstore and not cluster and not subprocess" \
 		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop --ignore=tests/objectstore --ignore=tests/cluster \
 		$(PYTEST_ARGS)
 

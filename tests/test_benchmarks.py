@@ -48,6 +48,14 @@ def test_tags_expire_runs():
     assert "plan matched: True" in out, out
 
 
+@pytest.mark.objectstore
+def test_object_store_runs():
+    out = run("object_store.py", "--snapshots", "30", "--commits", "3")
+    assert len(ratio_lines(out)) == 3, out
+    assert re.search(r"median requests per commit: \d+ with 30 snapshots, \d+ with 10", out), out
+    assert re.search(r"expiry of 3\d snapshots", out) and re.search(r"\d+\.\d per expired snapshot", out), out
+
+
 @pytest.mark.spark
 def test_merge_runs():
     out = run("merge.py", "--sizes", "1000", "--repeat", "1", timeout=900)

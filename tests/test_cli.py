@@ -287,6 +287,7 @@ def test_parse_time_and_render():
     assert text.splitlines() == ["  a  bb", "---  --", "  1  x", "100"]
 
 
+@pytest.mark.subprocess
 def test_console_script_in_a_subprocess(wh):
     tmp, t = wh
     script = Path(sys.executable).parent / "airflow-paimon"

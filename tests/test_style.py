@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FORMAT = ROOT / "airflow_paimon" / "format"
 
 
+@pytest.mark.subprocess
 def test_ruff_finds_nothing():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     proc = subprocess.run([ruff, "check", "--no-cache", "--output-format", "concise", "."], cwd=ROOT,
@@ -20,6 +23,7 @@ def test_ruff_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.subprocess
 def test_mypy_finds_nothing():
     # Incremental: the cache under .mypy_cache makes a re-run take seconds instead of most of a minute.
     proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)

@@ -14,16 +14,9 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
+from .deletion_vectors_index import IndexEntry, combine_index, index_file_path, read_index_manifest
 from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
-from .index_manifest import (
-    HASH_INDEX,
-    IndexFileMeta,
-    IndexManifestEntry,
-    combine,
-    index_file_path,
-    read_index_manifest,
-    write_index_manifest,
-)
+from .hash_index import HASH_INDEX
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
@@ -59,9 +52,11 @@ class CommitMessage:
     compact_before: list[DataFileMeta] = field(default_factory=list)
     compact_after: list[DataFileMeta] = field(default_factory=list)
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
-    # Index files of this bucket that land with the new-files increment (a dynamic bucket's new HASH index file
-    # replaces its previous one).
-    new_index_files: list[IndexFileMeta] = field(default_factory=list)
+    # Index files (deletion vectors) added with each increment, and the names of those they replace.
+    index_adds: list[IndexEntry] = field(default_factory=list)
+    index_deletes: list[str] = field(default_factory=list)
+    compact_index_adds: list[IndexEntry] = field(default_factory=list)
+    compact_index_deletes: list[str] = field(default_factory=list)
 
     _LISTS = ("new_files", "deleted_files", "changelog_files", "compact_before", "compact_after",
               "compact_changelog")
@@ -71,14 +66,19 @@ class CommitMessage:
                                "total_buckets": self.total_buckets}
         for name in self._LISTS:
             out[name] = [f.to_dict() for f in getattr(self, name)]
-        out["new_index_files"] = [f.to_dict() for f in self.new_index_files]
+        for name in ("index_adds", "compact_index_adds"):
+            out[name] = [e.to_dict() for e in getattr(self, name)]
+        out["index_deletes"], out["compact_index_deletes"] = self.index_deletes, self.compact_index_deletes
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CommitMessage":
-        lists = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
-        index = [IndexFileMeta.from_dict(f) for f in d.get("new_index_files", [])]
-        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists, new_index_files=index)
+        lists: dict[str, Any] = {name: [DataFileMeta.from_dict(f) for f in d.get(name, [])] for name in cls._LISTS}
+        for name in ("index_adds", "compact_index_adds"):
+            lists[name] = [IndexEntry.from_dict(e) for e in d.get(name, [])]
+        for name in ("index_deletes", "compact_index_deletes"):
+            lists[name] = list(d.get(name, []))
+        return cls(bytes.fromhex(d["partition"]), d["bucket"], d["total_buckets"], **lists)
 
     def _entries(self, kind: int, files: Sequence[DataFileMeta]) -> list[ManifestEntry]:
         return [ManifestEntry(kind, self.partition, self.bucket, self.total_buckets, f) for f in files]
@@ -94,9 +94,6 @@ class CommitMessage:
 
     def compact_changelog_entries(self) -> list[ManifestEntry]:
         return self._entries(ADD, self.compact_changelog)
-
-    def index_entries(self) -> list[IndexManifestEntry]:
-        return [IndexManifestEntry(ADD, self.partition, self.bucket, f) for f in self.new_index_files]
 
 
 @dataclass(frozen=True)
@@ -225,12 +222,15 @@ class Transaction:
         entries = [e for m in messages for e in m.entries()]
         changelog = [e for m in messages for e in m.changelog_entries()]
         compact = [e for m in messages for e in m.compact_entries()]
-        index = [e for m in messages for e in m.index_entries()]
-        if not entries and not changelog and not compact and self.kind != "OVERWRITE":
+        index = ([e for m in messages for e in m.index_adds], [n for m in messages for n in m.index_deletes])
+        compact_index = ([e for m in messages for e in m.compact_index_adds],
+                         [n for m in messages for n in m.compact_index_deletes])
+        if not entries and not changelog and not compact and not any(index + compact_index) \
+                and self.kind != "OVERWRITE":
             return None
         base_id = self.base.id if self.base is not None else 0
         first: Snapshot | None = None
-        if entries or changelog or self.kind == "OVERWRITE":
+        if entries or changelog or any(index) or self.kind == "OVERWRITE":
             try:
                 first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once,
                                              index=index)
@@ -241,13 +241,13 @@ class Transaction:
                     return landed
                 deleted = self.delete_new_files(messages)
                 raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
-            if not compact:
+            if not compact and not any(compact_index):
                 return first
         compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
         try:
             # Checked against the writer's base, not its own snapshot: the increment was planned on that base.
             return self._commit_entries(compact, compact_changelog, base_id, "COMPACT", recheck=False,
-                                        compact_increment=True)
+                                        compact_increment=True, index=compact_index)
         except CommitConflictError as e:
             if first is None:
                 deleted = self.delete_new_files(messages)
@@ -273,16 +273,12 @@ class Transaction:
             elsewhere = moved | {f.file_name for f in m.new_files + m.compact_before}
             candidates += [(m, f) for f in m.compact_after if f.file_name not in elsewhere]
             candidates += [(m, f) for f in m.compact_changelog]
-        index_files = [f for m in messages for f in m.new_index_files] if not compact_only else []
-        if not candidates and not index_files:
+        for m in messages:
+            for e in (m.index_adds if not compact_only else []) + m.compact_index_adds:
+                self.table.io.delete(index_file_path(self.table, e))
+        if not candidates:
             return 0
-        latest = self.snapshots.latest()
-        live_index = {e.file.file_name for e in read_index_manifest(
-            self.manifests, latest.index_manifest if latest is not None else None)}
-        for index_file in index_files:
-            if index_file.file_name not in live_index:
-                self.table.io.delete(index_file_path(self.table.path, index_file))
-        live = {e.file.file_name for e in self.table.file_entries(latest)}
+        live = {e.file.file_name for e in self.table.file_entries(self.snapshots.latest())}
         codec = self.table.partition_codec
         count = 0
         for m, f in candidates:
@@ -297,10 +293,9 @@ class Transaction:
 
     def _commit_entries(self, entries: list[ManifestEntry], changelog: list[ManifestEntry], base_snapshot_id: int,
                         kind: str, *, recheck: bool, compact_increment: bool = False,
-                        index: Sequence[IndexManifestEntry] = ()) -> Snapshot:
+                        index: tuple[list[IndexEntry], list[str]] = ([], [])) -> Snapshot:
         """One snapshot of `kind`; `recheck`: a lost race first looks for this commit id (a retried task racing
-        itself); a `compact_increment` moves files between levels and needs its target levels still free.
-        `index`: index-file changes, applied to the latest index manifest (none: the snapshot keeps it)."""
+        itself); a `compact_increment` moves files between levels and needs its target levels still free."""
         written: list[str] = []
         for attempt in range(MAX_RETRIES):
             latest = self.snapshots.latest()
@@ -309,13 +304,12 @@ class Transaction:
                     self._check_levels_free(base_snapshot_id, latest, entries)
                 else:
                     self._check_conflicts(base_snapshot_id, latest, entries)
-                    self._check_index_conflicts(base_snapshot_id, latest, index)
-            index_manifest = latest.index_manifest if latest is not None else None
-            if index:
-                previous = read_index_manifest(self.manifests, index_manifest)
-                index_manifest = write_index_manifest(self.manifests, combine(previous, index))
-                written.append(index_manifest)
+                    self._check_hash_index_conflicts(base_snapshot_id, latest, index[0])
             base_metas = self._base_manifests(latest)
+            previous_index = latest.index_manifest if latest is not None else None
+            index_manifest = combine_index(self.table, previous_index, *index)
+            if index_manifest != previous_index and index_manifest is not None:
+                written.append(index_manifest)
             # A snapshot carries the table's latest schema, as Paimon's commit does, even when this writer
             # opened the table before a schema change (its files record the schema they were written with).
             schema_id = max(self.table.schema().id, self.table.schema_manager.latest_id() or 0)
@@ -354,8 +348,8 @@ class Transaction:
                 delta_record_count=added - removed,
                 changelog_manifest_list=changelog_list,
                 changelog_manifest_list_size=changelog_size,
-                changelog_record_count=sum(e.file.row_count for e in changelog),
                 index_manifest=index_manifest,
+                changelog_record_count=sum(e.file.row_count for e in changelog),
                 watermark=latest.watermark if latest is not None else None,
                 properties=self.properties or None,
                 next_row_id=latest.next_row_id if latest is not None else None,
@@ -417,19 +411,19 @@ class Transaction:
                 raise CommitConflictError(f"level {e.file.level} of bucket {e.bucket} was filled concurrently "
                                           f"(snapshots {base_id + 1}..{latest.id})")
 
-    def _check_index_conflicts(self, base_id: int, latest: Snapshot, index: Sequence[IndexManifestEntry]) -> None:
-        """Refuse to commit HASH index files over a concurrent change of the HASH index of the same partitions:
-        the other writer may have put new keys in buckets this one filled too, or a key this one also added in
-        another bucket (the write is then done again on the new latest snapshot)."""
-        partitions = {e.partition for e in index if e.file.index_type == HASH_INDEX}
+    def _check_hash_index_conflicts(self, base_id: int, latest: Snapshot, adds: Sequence[IndexEntry]) -> None:
+        """Refuse to commit HASH index files (dynamic buckets) over a concurrent change of the HASH index of the
+        same partitions: the other writer may have put new keys in buckets this one filled too, or a key this one
+        also added in another bucket (the write is then done again on the new latest snapshot)."""
+        partitions = {e.partition for e in adds if e.index_type == HASH_INDEX}
         if not partitions:
             return
         base = self.base if self.base is not None and self.base.id == base_id else None
 
         def hash_files(snap: Snapshot | None) -> set[tuple[bytes, int, str]]:
-            entries = read_index_manifest(self.manifests, snap.index_manifest if snap is not None else None)
-            return {(e.partition, e.bucket, e.file.file_name) for e in entries
-                    if e.file.index_type == HASH_INDEX and e.partition in partitions}
+            entries = read_index_manifest(self.table, snap.index_manifest) if snap and snap.index_manifest else []
+            return {(e.partition, e.bucket, e.file_name) for e in entries
+                    if e.index_type == HASH_INDEX and e.partition in partitions}
 
         if hash_files(base) != hash_files(latest):
             raise CommitConflictError(f"the HASH index of a partition this commit writes was changed concurrently "

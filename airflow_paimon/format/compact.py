@@ -7,6 +7,9 @@ files cover the same sequence-number range as the old ones and later writes stil
 level is ``num-levels - 1``; like Paimon, ``num-levels`` defaults to ``num-sorted-run.compaction-trigger + 1``
 (5 + 1 = 6, so level 5).
 
+On a deletion-vector table the files are read without the rows their vectors delete, and the bucket's
+deletion-vector index file leaves the index with the files it described.
+
 Small files of an append table (bucket -1) are concatenated in sequence order into files of about
 ``target-file-size``.
 
@@ -76,7 +79,8 @@ def needs_compaction(table: "Table", split: Split, target_size: int | None = Non
         return False
     if table.is_primary_key:
         top = max_level(table)
-        return len(split.files) > 1 or split.files[0].level != top or _has_deletes(split.files[0])
+        return (len(split.files) > 1 or split.files[0].level != top or _has_deletes(split.files[0])
+                or bool(split.deletion_files))
     size = target_size or target_file_size(table)
     return sum(1 for f in split.files if f.file_size < size) >= 2
 
@@ -105,7 +109,8 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
     file_schema = pa.schema([f.with_nullable(True) for f in logical] +
                             [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
     files = sorted(split.files, key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
-    ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id)
+    ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id,
+                          split.deletion_files)
     parts = read_files(table, ordered_split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
     top = max_level(table)
     changelog: list[DataFileMeta] = []
@@ -131,8 +136,11 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
         rows = chunk.select(logical.names)
         new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, compression, level=top,
                                        file_source=FILE_SOURCE_COMPACT))
+    # The rows the bucket's deletion vectors delete were left out when its files were read: the vectors of
+    # the replaced files go with them.
+    vectors = sorted({path.rsplit("/", 1)[-1] for path, _, _ in (split.deletion_files or {}).values()})
     return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, list(split.files),
-                         changelog_files=changelog)
+                         changelog_files=changelog, index_deletes=vectors)
 
 
 def compact_append_files(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
@@ -178,7 +186,7 @@ def plan_compaction(table: "Table", snapshot: "Snapshot | None" = None,
     snap = snapshot if snapshot is not None else table.latest_snapshot()
     if snap is None:
         return []
-    splits = ScanPlanner(table).plan(table.file_entries(snap), None, snap.id)
+    splits = ScanPlanner(table).plan(table.file_entries(snap), None, snap.id, snap)
     if partitions:
         specs = [dict(p) for p in partitions]
         names = table.partition_keys

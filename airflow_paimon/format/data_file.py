@@ -122,18 +122,19 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     shrink to almost nothing.
     """
     p = io.fs_path(path)
-    io.fs.create_dir(p.rsplit("/", 1)[0], recursive=True)
+    io.make_parent(path)
     unique = set(unique_columns)
     dictionary: bool | list[str] = [n for n in table.column_names if n not in unique] if unique else True
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
     # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary
     # (pyarrow also takes the list of columns to try dictionaries on).
-    pq.write_table(table, p, filesystem=io.fs, compression=compression,  # type: ignore[arg-type]
-                   write_statistics=True, store_schema=False,
-                   use_dictionary=dictionary,  # type: ignore[arg-type]
-                   column_encoding=encodings or None)
-    return io.size(path)
+    with io.fs.open_output_stream(p) as out:   # its size from the stream: no request to ask the store for it
+        pq.write_table(table, out, compression=compression,  # type: ignore[arg-type]
+                       write_statistics=True, store_schema=False,
+                       use_dictionary=dictionary,  # type: ignore[arg-type]
+                       column_encoding=encodings or None)
+        return int(out.tell())
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .bucketing import hash_codes
+from .deletion_vectors_index import IndexEntry, read_index_manifest
 from .errors import InvalidOptionError
-from .hash_index import read_hashes, write_hashes
-from .index_manifest import HASH_INDEX, IndexFileMeta, read_index_manifest
+from .hash_index import HASH_INDEX, read_hashes, write_hashes
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -59,17 +59,18 @@ class DynamicBucketAssigner:
         options = table.core_options
         self.target = options.dynamic_bucket_target_row_num
         self.max_buckets = options.dynamic_bucket_max_buckets
-        self._files: dict[bytes, dict[int, IndexFileMeta]] = {}
-        for e in read_index_manifest(table.manifest_io, snapshot.index_manifest if snapshot is not None else None):
-            if e.file.index_type == HASH_INDEX:
-                self._files.setdefault(e.partition, {})[e.bucket] = e.file
+        self._files: dict[bytes, dict[int, IndexEntry]] = {}
+        name = snapshot.index_manifest if snapshot is not None else None
+        for e in read_index_manifest(table, name) if name else []:
+            if e.index_type == HASH_INDEX:
+                self._files.setdefault(e.partition, {})[e.bucket] = e
         self._partitions: dict[bytes, PartitionHashIndex] = {}
 
     def _index(self, partition: bytes) -> PartitionHashIndex:
         got = self._partitions.get(partition)
         if got is None:
             files = self._files.get(partition, {})
-            existing = {b: read_hashes(self.table.io, self.table.path, f) for b, f in sorted(files.items())}
+            existing = {b: read_hashes(self.table, f) for b, f in sorted(files.items())}
             got = self._partitions[partition] = PartitionHashIndex(existing)
         return got
 
@@ -149,12 +150,16 @@ class DynamicBucketAssigner:
             out[take:] = np.random.default_rng().choice(pool, n - take)
         return out
 
-    def index_files(self) -> dict[tuple[bytes, int], IndexFileMeta]:
-        """(partition, bucket) -> the new HASH index file of each bucket whose hashes grew (written now)."""
+    def index_files(self) -> dict[tuple[bytes, int], tuple[IndexEntry, str | None]]:
+        """(partition, bucket) -> the new HASH index file of each bucket whose hashes grew (written now), and the
+        name of the file it replaces (None for a new bucket)."""
         out = {}
         for partition, index in self._partitions.items():
+            files = self._files.get(partition, {})
             for b, parts in index.added.items():
                 old = index.existing.get(b)
                 hashes = np.concatenate(([old] if old is not None else []) + parts)
-                out[(partition, b)] = write_hashes(self.table.io, self.table.path, hashes)
+                previous = files.get(b)
+                out[(partition, b)] = (write_hashes(self.table, partition, b, hashes),
+                                       previous.file_name if previous is not None else None)
         return out

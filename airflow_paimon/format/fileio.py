@@ -188,6 +188,13 @@ class FileIO:
         return self._store(uri).replace(uri, data, version)
 
     def delete(self, path: str) -> None:
+        """Delete a file; an absent one is no error. On an object store one DELETE: pyarrow's S3 filesystem would
+        ask for the object first and then write a directory marker where the parent became empty, so an emptied
+        partition or bucket would stay listed (and cost two more requests per file)."""
+        if self._object_store:
+            uri = self._uri(path)
+            self._store(uri).delete(uri)
+            return
         try:
             self.fs.delete_file(self._p(path))
         except FileNotFoundError:
@@ -216,6 +223,13 @@ class FileIO:
     def list_subdirs(self, path: str) -> list[str]:
         sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=False)
         return [i.base_name for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.Directory]
+
+    def make_parent(self, path: str) -> None:
+        """Create the folder a file is about to be streamed into. Nothing on an object store, where a key needs
+        no folder: pyarrow's S3 filesystem would ask for the bucket and write a marker object per level (five
+        requests for a data file of a new bucket), markers that stay listed once the folder's files are gone."""
+        if not self._object_store:
+            self.fs.create_dir(self._p(path).rsplit("/", 1)[0], recursive=True)
 
     def mkdirs(self, path: str) -> None:
         self.fs.create_dir(self._p(path), recursive=True)

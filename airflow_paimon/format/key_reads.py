@@ -50,7 +50,7 @@ def may_hold_keys(table: "Table", meta: DataFileMeta, first_keys: pa.Array) -> b
         return True
 
 
-def _positions(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]) -> np.ndarray:
+def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]) -> np.ndarray:
     """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s."""
     if len(keys) == 1:
         column = file_keys.column(keys[0])
@@ -88,7 +88,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
         path = table.data_file_path(split.partition, split.bucket, meta)
         written = table.schema_by_id(meta.schema_id)
         file_keys = read_data_file(table.io, path, file_columns(current, written, keys), schema)
-        rows = _positions(file_keys, wanted, keys)
+        rows = positions_of_keys(file_keys, wanted, keys)
         if len(rows) == 0:
             continue
         take = pa.array(rows)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from .commit import CommitId
-from .compact import compact_split, plan_compaction
+from .compaction_run import begin_compaction, compact_here
 from .upkeep.changelog_expiry import expire_changelogs
 from .upkeep.expire_policy import ExpirePolicy
 from .upkeep.orphans import remove_orphan_files
@@ -78,12 +77,9 @@ class TableMaintenance:
                 commit_identifier: int | None = None) -> "Snapshot | None":
         """Compact the table (or some partitions) in this process (see compact.py): one COMPACT commit, or None
         when nothing needs it. With `commit_user` and `commit_identifier`, a retry finds the landed commit."""
-        table = self.table
-        tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind="COMPACT",
-                               commit_user=commit_user, changelog=table.core_options.changelog_producer)
-        if tx.already_committed is not None:
-            return tx.already_committed
-        messages = [m for m in (compact_split(table, s) for s in plan_compaction(table, tx.base, partitions)) if m]
-        if not messages:
-            return None
-        return tx.commit(messages)
+        run = begin_compaction(self.table, commit_user=commit_user, commit_identifier=commit_identifier,
+                               partitions=partitions)
+        if run.transaction.already_committed is not None:
+            return run.transaction.already_committed
+        result = compact_here(run)
+        return self.table.snapshot(result["snapshot_id"]) if result["status"] == "committed" else None

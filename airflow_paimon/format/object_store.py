@@ -112,6 +112,13 @@ class ConditionalStore:
         """One PUT: an object appears whole or not at all, so no temporary name is needed."""
         obstore.put(self.store, self._key(uri), data)
 
+    def delete(self, uri: str) -> None:
+        """One DELETE; an absent object is no error (S3 answers 204 either way)."""
+        try:
+            obstore.delete(self.store, self._key(uri))
+        except (NotFoundError, FileNotFoundError):
+            pass
+
     def read_versioned(self, uri: str) -> tuple[bytes, str | None] | None:
         """The object's bytes and its e-tag (None when the store gives none); None when absent."""
         try:

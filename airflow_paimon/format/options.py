@@ -72,6 +72,10 @@ class TableOptions:
     read_refusal: str | None
     write_refusal: str | None
     raw: Mapping[str, str]
+    # deletion-vectors.enabled / .bitmap64 / .merge-on-read (see deletion_vectors.py)
+    deletion_vectors: bool = False
+    deletion_vectors_bitmap64: bool = False
+    deletion_vectors_merge_on_read: bool = False
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -111,9 +115,9 @@ class TableOptions:
                                      "(as in Paimon); use changelog-producer = 'full-compaction' for periodic full "
                                      "compaction with changelog, or remove full-compaction.delta-commits")
         bucket_key = options.get("bucket-key")
-        kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine, deletion_vectors,
-                data_evolution, file_format, compression)
         seq_fields = _field_list(options, "sequence.field")
+        kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
+                (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -123,6 +127,7 @@ class TableOptions:
         if max_buckets == 0 or max_buckets < -1:
             raise InvalidOptionError(f"dynamic-bucket.max-buckets: {max_buckets} is not -1 (unlimited) or a number of "
                                      "buckets (>= 1)")
+        dv_merge_on_read = _bool(options, "deletion-vectors.merge-on-read", False)
         return cls(
             bucket=bucket,
             bucket_key=tuple(k.strip() for k in bucket_key.split(",")) if bucket_key else None,
@@ -153,8 +158,11 @@ class TableOptions:
                                                 "dynamic-bucket.target-row-num", default=2_000_000),
             dynamic_bucket_max_buckets=max_buckets,
             read_refusal=_refusal(_limits(False, *kind)),
-            write_refusal=_refusal(_limits(True, *kind) + _index_limits(has_primary_key, bucket, options)),
+            write_refusal=_refusal(_limits(True, *kind)),
             raw=dict(options),
+            deletion_vectors=deletion_vectors,
+            deletion_vectors_bitmap64=_bool(options, "deletion-vectors.bitmap64", False),
+            deletion_vectors_merge_on_read=dv_merge_on_read,
         )
 
 
@@ -163,7 +171,8 @@ def _refusal(limits: list[str]) -> str | None:
 
 
 def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
-            deletion_vectors: bool, data_evolution: bool, file_format: str, compression: str) -> list[str]:
+            deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
+            compression: str) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -171,10 +180,19 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
                    "Paimon's compaction assigns them buckets")
     if has_primary_key and merge_engine != "deduplicate":
         out.append(f"its merge-engine is {merge_engine!r} (only 'deduplicate' is supported here)")
-    if deletion_vectors:
-        out.append("it is a deletion-vector table (deletion-vectors.enabled = true): "
-                   + ("its deletion vectors would not be kept up to date" if writing
-                      else "rows its deletion vectors delete would be returned"))
+    dv_enabled, dv_sequence_field, dv_changelog = deletion_vectors
+    if dv_enabled and writing:
+        # Reads of deletion-vector tables are exact; writes keep the vectors up to date for deduplicate
+        # primary-key tables ordered by sequence number (deletion_vectors_write.py).
+        if not has_primary_key:
+            out.append("it is an append table with deletion vectors (deletion-vectors.enabled = true): writing "
+                       "it here is not supported")
+        if dv_sequence_field:
+            out.append("it is a deletion-vector table with a sequence.field: its writers decide which version of "
+                       "a key wins by that field, which the deletion vectors written here do not do")
+        if dv_changelog in ("lookup", "full-compaction"):
+            out.append(f"it is a deletion-vector table with changelog-producer = {dv_changelog!r}, whose "
+                       "changelog is not produced together with deletion vectors here")
     if data_evolution:
         out.append("it is a data-evolution table (data-evolution.enabled = true): its files hold some columns "
                    "each, joined by row id")
@@ -194,14 +212,6 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
         out.append(f"its file.compression {compression!r} is not a codec this library writes "
                    f"({', '.join(sorted(COMPRESSIONS))})")
     return out
-
-
-def _index_limits(has_primary_key: bool, bucket: int, options: Mapping[str, str]) -> list[str]:
-    """Why the index files a write keeps would not be where Paimon looks for them; empty: they would be."""
-    if has_primary_key and bucket == -1 and _bool(options, "index-file-in-data-file-dir", False):
-        return ["its index files live in the bucket directories (index-file-in-data-file-dir = true), where this "
-                "library does not keep the HASH index of a dynamic-bucket table; set it to false"]
-    return []
 
 
 _MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,

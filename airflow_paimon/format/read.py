@@ -8,6 +8,7 @@ few vector comparisons over the bucket's rows: no per-row Python.
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Sequence
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .data_file import DELETE, UPDATE_BEFORE
+from .deletion_vectors import keep_mask, read_deletion_files
 from .evolution import file_columns, read_data_file
 from .kernels import last_of_each_key
 from .scan import Split
@@ -29,14 +31,27 @@ if TYPE_CHECKING:
 
 
 def read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
-    """Each file's `columns` in `schema`'s types, found in the file by field id (see evolution.py)."""
+    """Each file's `columns` in `schema`'s types, found in the file by field id (see evolution.py); on a
+    deletion-vector table without the rows the split's vectors delete."""
     current = table.schema()
+    vectors = read_deletion_files(table.io, split.deletion_files) if split.deletion_files else {}
     out = []
     for meta in split.files:
         path = table.data_file_path(split.partition, split.bucket, meta)
         where = file_columns(current, table.schema_by_id(meta.schema_id), columns)
-        out.append(read_data_file(table.io, path, where, schema))
+        data = read_data_file(table.io, path, where, schema)
+        keep = keep_mask(data.num_rows, vectors.get(meta.file_name))
+        out.append(data if keep is None else data.filter(pa.array(keep)))
     return out
+
+
+def deletion_vector_split(table: "Table", split: Split) -> Split:
+    """What a batch read of a deletion-vector primary-key table reads, as Paimon's: level-0 files (not yet
+    compacted, so their rows have not been applied to the vectors) are left out unless
+    `deletion-vectors.merge-on-read` asks to merge them."""
+    if table.core_options.deletion_vectors_merge_on_read or all(f.level > 0 for f in split.files):
+        return split
+    return dataclasses.replace(split, files=[f for f in split.files if f.level > 0])
 
 
 def fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
@@ -94,9 +109,25 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
     needed = list(wanted)
     if filter is not None:
         needed += [n for n in logical.names if n not in needed and n in str(filter)]
+    if table.is_primary_key and split.deletion_files is not None:
+        split = deletion_vector_split(table, split)
     if not split.files:
         return logical.empty_table().select(wanted)
-    if table.is_primary_key:
+    raw = split.deletion_files is not None and not table.core_options.deletion_vectors_merge_on_read
+    if table.is_primary_key and raw:
+        # The vectors leave one live row per key in the files above level 0: no merge (Paimon's raw read). Files
+        # that record retractions, or do not say, are read with their row kinds and the retractions dropped.
+        unsure = any(f.delete_row_count is None or f.delete_row_count > 0 for f in split.files)
+        kind_field = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
+        parts = read_files(table, split, needed + [f.name for f in kind_field],
+                           pa.schema([f.with_nullable(True) for f in logical] + kind_field))
+        data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        if unsure:
+            kinds = data.column(VALUE_KIND)
+            retract = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
+            if pc.any(retract).as_py():
+                data = data.filter(pc.invert(retract))
+    elif table.is_primary_key:
         keys = schema.trimmed_primary_keys
         seq_fields = list(table.core_options.sequence_fields)
         for n in keys + seq_fields + [k for k in schema.partition_keys]:

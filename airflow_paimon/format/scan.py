@@ -16,14 +16,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .binary_row import deserialize_row
+from .deletion_vectors_index import DeletionVectors, index_file_path
 from .evolution import monotonic_cast
 from .manifest import DataFileMeta, ManifestEntry, SimpleStats
 from .schema import TableSchema
+from .snapshot import Snapshot
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
     from .table import Table
+
+DECODED_PER_FILE_BYTE = 4
+"""How many times larger rows are in memory than in their compressed Parquet file: an estimate for memory budgets."""
 
 _RANGE_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp,
                 pa.types.is_decimal)
@@ -38,6 +43,9 @@ class Split:
     bucket: int
     files: list[DataFileMeta] = field(default_factory=list)
     snapshot_id: int | None = None
+    # Deletion-vector tables: data file name -> [index file path, offset, length] of its vector (Paimon's
+    # DeletionFile); None for tables without deletion vectors.
+    deletion_files: dict[str, list] | None = None
 
     @property
     def row_count(self) -> int:
@@ -45,13 +53,14 @@ class Split:
 
     def to_dict(self) -> dict[str, Any]:
         return {"partition_bytes": self.partition_bytes.hex(), "bucket": self.bucket,
-                "files": [f.to_dict() for f in self.files], "snapshot_id": self.snapshot_id}
+                "files": [f.to_dict() for f in self.files], "snapshot_id": self.snapshot_id,
+                "deletion_files": self.deletion_files}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], table: "Table") -> "Split":
         pb = bytes.fromhex(d["partition_bytes"])
         return cls(table.partition_codec.from_bytes(pb), pb, d["bucket"],
-                   [DataFileMeta.from_dict(f) for f in d["files"]], d.get("snapshot_id"))
+                   [DataFileMeta.from_dict(f) for f in d["files"]], d.get("snapshot_id"), d.get("deletion_files"))
 
 
 def _rangeable(t: pa.DataType) -> bool:
@@ -87,6 +96,28 @@ def _and(parts: list[ds.Expression]) -> ds.Expression:
     for p in parts:
         out = out & p
     return out
+
+
+def _snapshot_by_id(table: "Table", snapshot_id: int | None) -> Snapshot | None:
+    """The snapshot of a plan given by id: its file, or a tag's copy once the snapshot expired."""
+    if snapshot_id is None:
+        return None
+    if table.snapshot_manager.exists(snapshot_id):
+        return table.snapshot(snapshot_id)
+    return next((t.snapshot for t in table.tags.list() if t.snapshot.id == snapshot_id), None)
+
+
+def attach_deletion_files(table: "Table", splits: list[Split], snapshot: Snapshot | None) -> None:
+    """Give each split the vectors of its files in `snapshot` (none: an empty map)."""
+    vectors = DeletionVectors.of(table, snapshot)
+    for s in splits:
+        entry = vectors.entry(s.partition_bytes, s.bucket)
+        s.deletion_files = {}
+        if entry is None:
+            continue
+        path = index_file_path(table, entry)
+        names = {f.file_name for f in s.files}
+        s.deletion_files = {name: [path, r.offset, r.length] for name, r in entry.ranges.items() if name in names}
 
 
 class ScanPlanner:
@@ -152,7 +183,9 @@ class ScanPlanner:
         return out
 
     def plan(self, entries: list[ManifestEntry], filter: ds.Expression | None,
-             snapshot_id: int | None) -> list[Split]:
+             snapshot_id: int | None, snapshot: Snapshot | None = None) -> list[Split]:
+        """Splits of `entries` (the files of the snapshot `snapshot_id`; on a deletion-vector table the splits
+        carry the vectors of `snapshot`, found by id when not given)."""
         groups: dict[tuple[bytes, int], Split] = {}
         codec = self.table.partition_codec
         decoded: dict[bytes, tuple] = {}
@@ -170,6 +203,8 @@ class ScanPlanner:
             splits = self._prune(splits, filter)
         for s in splits:
             s.files.sort(key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
+        if self.table.core_options.deletion_vectors and splits:
+            attach_deletion_files(self.table, splits, snapshot or _snapshot_by_id(self.table, snapshot_id))
         return splits
 
     def _prune(self, splits: list[Split], filter: ds.Expression) -> list[Split]:

@@ -260,7 +260,7 @@ class Table:
         snap = self.resolve_snapshot(snapshot_id, tag, as_of, closest_tag)
         if snap is None:
             return []
-        return ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id)
+        return ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id, snap)
 
     def read(self, snapshot_id: int | None = None, tag: str | None = None, as_of: Any = None,
              columns: Sequence[str] | None = None, filter: ds.Expression | None = None,
@@ -278,7 +278,7 @@ class Table:
             snap: Snapshot | None = travel.snapshot
         else:
             snap = self.resolve_snapshot(snapshot_id, tag)
-        splits = [] if snap is None else ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id)
+        splits = [] if snap is None else ScanPlanner(self).plan(self.file_entries(snap), filter, snap.id, snap)
         try:
             data = read_splits(self, splits, columns, filter)
         except FileNotFoundError:

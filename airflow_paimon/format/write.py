@@ -20,6 +20,7 @@ from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
+from .deletion_vectors_write import DeletionVectorWriter
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
 from .kernels import key_text, last_of_each_key
@@ -164,6 +165,8 @@ class TableWrite:
         lookup = None
         if producer == "lookup":
             lookup = Lookup(self.table, base_snapshot if base_snapshot is not None else self.table.latest_snapshot())
+        dv = DeletionVectorWriter(self.table, base_snapshot if base_snapshot is not None
+                                  else self.table.latest_snapshot()) if options.deletion_vectors else None
         jobs = []
         for start, end in _boundaries(gid_sorted):
             part = data.slice(start, end - start)
@@ -183,22 +186,30 @@ class TableWrite:
                 changelog = None
             rows = part if kept.all() else part.filter(pa.array(kept))
             jobs.append((partition, bucket, rows.drop_columns(["__kind", "__gid"]), rows.column("__kind"),
-                         sequence, changelog, lookup))
+                         sequence, changelog, lookup, dv))
         messages = self._run(self._write_with_changelog, jobs)
         if assigner is not None:
-            # The buckets whose hashes grew get their new index file in their own message (Paimon's DataIncrement).
+            # A bucket whose hashes grew gets its new index file in its own message (Paimon's DataIncrement), in
+            # place of its previous one.
             index_files = assigner.index_files()
             for msg in messages:
                 got = index_files.get((msg.partition, msg.bucket))
                 if got is not None:
-                    msg.new_index_files.append(got)
+                    new, previous = got
+                    msg.index_adds.append(new)
+                    if previous is not None:
+                        msg.index_deletes.append(previous)
         return messages
 
     def _write_with_changelog(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.ChunkedArray,
-                              sequence: np.ndarray, changelog: pa.Table | None, lookup: Lookup | None) -> CommitMessage:
+                              sequence: np.ndarray, changelog: pa.Table | None, lookup: Lookup | None,
+                              dv: DeletionVectorWriter | None = None) -> CommitMessage:
         """One bucket's data file and, as the table's changelog-producer asks, its changelog: the input rows
-        (input), or the looked-up changes plus the move of the new file out of level 0 (lookup)."""
+        (input), or the looked-up changes plus the move of the new file out of level 0 (lookup); on a
+        deletion-vector table, the move of the new file out of level 0 with the vectors it makes."""
         msg = self.write_bucket(partition, bucket, rows, kinds, int(sequence[0]), sequence=pa.array(sequence))
+        if dv is not None:
+            dv.settle(partition, msg)
         if changelog is not None:
             msg.changelog_files = input_changelog(self.table, partition, bucket, changelog)
         if lookup is not None:

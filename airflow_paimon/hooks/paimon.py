@@ -38,6 +38,7 @@ __all__ = [
     "connection_warehouse",
     "environment_warehouse",
     "missing_connection_message",
+    "redact_uri",
 ]
 
 # Keys of `extra` that configure the hook itself rather than the filesystem.
@@ -78,7 +79,7 @@ def _option_value(value: Any) -> str:
     return str(value)
 
 
-def _redact_uri(uri: str) -> str:
+def redact_uri(uri: str) -> str:
     """A URI without any user:password part, for logs."""
     try:
         parts = urlsplit(uri)
@@ -180,7 +181,7 @@ class PaimonHook(BaseHook):
             names = []
         return (
             f"{type(self).__name__}(paimon_conn_id={self.paimon_conn_id!r}"
-            + (f", warehouse={_redact_uri(self._warehouse_override)!r}" if self._warehouse_override else "")
+            + (f", warehouse={redact_uri(self._warehouse_override)!r}" if self._warehouse_override else "")
             + (f", options={names!r}" if names else "")
             + ")"
         )
@@ -275,7 +276,7 @@ class PaimonHook(BaseHook):
         warehouse, options = self.warehouse, self.options
         self.log.info(
             "Opening the Paimon warehouse %s (connection %r, options: %s)",
-            _redact_uri(warehouse),
+            redact_uri(warehouse),
             self.paimon_conn_id,
             ", ".join(sorted(options)) or "none",
         )
@@ -292,7 +293,7 @@ class PaimonHook(BaseHook):
             list_databases = getattr(catalog, "list_databases", None)
             if callable(list_databases):
                 databases = list(list_databases())
-                return True, f"Opened the warehouse {_redact_uri(self.warehouse)} ({len(databases)} databases)"
-            return True, f"Opened the warehouse {_redact_uri(self.warehouse)}"
+                return True, f"Opened the warehouse {redact_uri(self.warehouse)} ({len(databases)} databases)"
+            return True, f"Opened the warehouse {redact_uri(self.warehouse)}"
         except Exception as exc:
             return False, str(exc)

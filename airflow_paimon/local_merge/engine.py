@@ -26,7 +26,7 @@ from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, equal_runs
 from airflow_paimon.format.read import read_split
-from airflow_paimon.format.scan import ScanPlanner
+from airflow_paimon.format.scan import DECODED_PER_FILE_BYTE, ScanPlanner
 from airflow_paimon.format.versions import kinds_to_write
 from airflow_paimon.merge import (
     NOT_MATCHED_BY_SOURCE,
@@ -46,10 +46,6 @@ __all__ = ["DEFAULT_MEMORY_BUDGET", "LocalMerge", "describe_budget", "merge_in_p
 
 DEFAULT_MEMORY_BUDGET = 2 << 30
 """Bytes a MERGE may take in this process (2 GiB): ``auto`` runs larger ones on Spark."""
-
-# How much larger a column is in memory than in a compressed Parquet file (an estimate, for the budget).
-_DECODED_PER_FILE_BYTE = 4
-
 
 def _duplicate_message(key: str, extra: int) -> str:
     return (f"the MERGE source has several rows for one target primary key ({key}; {extra} extra row(s) in the "
@@ -98,7 +94,7 @@ class LocalMerge:
         if split is None:
             return 0
         share = len(self.target_columns) / max(1, len(self.table.schema().field_names))
-        return int(sum(f.file_size for f in split.files) * _DECODED_PER_FILE_BYTE * share)
+        return int(sum(f.file_size for f in split.files) * DECODED_PER_FILE_BYTE * share)
 
     @property
     def needed_bytes(self) -> int:

@@ -17,6 +17,8 @@ from airflow.sdk.exceptions import AirflowException
 
 from airflow_paimon import arguments as args
 from airflow_paimon.format import values
+from airflow_paimon.local_merge.choose import ENGINES
+from airflow_paimon.local_merge.engine import DEFAULT_MEMORY_BUDGET
 from airflow_paimon.operators.checked import checkable
 from airflow_paimon.operators.spark_submit import (
     PaimonSparkSubmitOperator,
@@ -31,8 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["CompactOperator", "RemoveOrphanFilesOperator"]
 
 
+COMPACT_RESULT_KEYS = ("status", "buckets", "files_before", "files_after", "level", "snapshot_id")
+
+
 class CompactOperator(PaimonSparkSubmitOperator):
-    """Compact a Paimon table on Spark, in one COMPACT commit, exactly once per run.
+    """Compact a Paimon table in the worker's process when it is small, on Spark otherwise: one COMPACT commit,
+    exactly once per run, whichever engine ran it.
 
     Primary-key tables: every bucket that has more than one file, a file below the top level or deleted rows is
     fully compacted into the top level (``num-levels - 1``), deleted keys dropped, sequence numbers kept.
@@ -42,25 +48,34 @@ class CompactOperator(PaimonSparkSubmitOperator):
     :param table: ``database.table`` (templated). ``target`` is its deprecated name.
     :param partitions: only these partitions: a list of ``{partition column: value}`` (templated).
     :param target_file_size: bytes per new file; default the table's ``target-file-size``.
+    :param engine: ``auto`` (default): in the worker's process when the buckets to compact fit
+        ``memory_budget`` (their Parquet size times 4, an estimate of their decoded size), on Spark otherwise;
+        ``local``: always in the worker (buckets are compacted one at a time); ``spark``: always on Spark.
+    :param memory_budget: bytes ``auto`` lets a compaction take in the worker (default 2 GiB, as the MERGE's).
     :param paimon_conn_id: the Paimon connection (templated).
 
-    Returns (XCom) ``{"status", "snapshot_id", "buckets", "files_before", "files_after", ...}``.
+    Returns (XCom) ``{"status", "snapshot_id", "buckets", "files_before", "files_after", "level", "engine",
+    "engine_reason", ...}``; the task log says which engine ran and why.
 
     Checked when the DAG is parsed: ``table``, ``partitions`` (a list of mappings), ``target_file_size``
-    (>= 1).
+    (>= 1), ``engine``, ``memory_budget`` (>= 0).
     """
 
     app_name = "compact_app"
     commits_data = True
-    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("table", "partitions")
+    template_fields: Sequence[str] = tuple(PaimonSparkSubmitOperator.template_fields) + ("table", "partitions",
+                                                                                         "engine")
 
     def __init__(self, *, table: str | None = None, partitions: Sequence[Mapping[str, Any]] | None = None,
-                 target_file_size: int | None = None, paimon_conn_id: str = "paimon_default",
+                 target_file_size: int | None = None, engine: str = "auto",
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, paimon_conn_id: str = "paimon_default",
                  target: str | None = None, **kwargs: Any) -> None:
         super().__init__(paimon_conn_id=paimon_conn_id, **kwargs)
         self.table = table_or_target(type(self).__name__, table, target)
         self.partitions = partitions
         self.target_file_size = target_file_size
+        self.engine = engine
+        self.memory_budget = memory_budget
         self.check_arguments_at_parse_time()
 
     def check_arguments(self, rendered: bool) -> None:
@@ -69,6 +84,9 @@ class CompactOperator(PaimonSparkSubmitOperator):
             args.table_identifier(self.table, "table")
         if self.target_file_size is not None:
             args.whole_number(self.target_file_size, "target_file_size", minimum=1)
+        if checkable(self.engine, rendered):
+            args.one_of(self.engine, "engine", ENGINES)
+        args.whole_number(self.memory_budget, "memory_budget", minimum=0)
         partitions = self.partitions
         if checkable(partitions, rendered) and not isinstance(partitions, str):
             items = [partitions] if isinstance(partitions, Mapping) else partitions
@@ -92,9 +110,38 @@ class CompactOperator(PaimonSparkSubmitOperator):
             spec["target_file_size"] = int(self.target_file_size)
         return spec
 
+    def execute(self, context: Context) -> Any:
+        """In the worker when `engine` allows and the compaction fits (see the class), else on Spark."""
+        if self.engine == "spark":
+            return self._on_spark(context, "engine='spark'")
+        from airflow_paimon.format.compaction_run import begin_compaction, compact_here
+
+        spec = self.build_spec(context)
+        run = begin_compaction(self.paimon_hook().get_table(spec["target"]), commit_user=spec["commit_user"],
+                               commit_identifier=spec["commit_identifier"], partitions=spec.get("partitions"))
+        budget = args.whole_number(self.memory_budget, "memory_budget", minimum=0)
+        size = (f"{run.result.get('buckets', 0)} bucket(s) to compact, about {run.total_bytes / (1 << 20):.0f} MiB "
+                f"decoded, for a {budget / (1 << 20):.0f} MiB budget")
+        if run.done:
+            reason = "nothing to compact" if run.result["status"] == "no_changes" else "the commit already landed"
+        elif self.engine == "local":
+            reason = "engine='local'"
+        elif run.total_bytes > budget:
+            return self._on_spark(context, f"too large for the worker: {size}")
+        else:
+            reason = f"fits in the worker: {size}"
+        result = compact_here(run, spec.get("target_file_size"))
+        self.log.info("Compaction of %s in the worker's process (%s): %s, snapshot %s", spec["target"], reason,
+                      result["status"], result.get("snapshot_id"))
+        keys = ("target", "commit_user", "commit_identifier", *COMPACT_RESULT_KEYS)
+        return {**{k: result[k] for k in keys if k in result}, "engine": "local", "engine_reason": reason}
+
+    def _on_spark(self, context: Context, reason: str) -> dict[str, Any]:
+        self.log.info("Compaction of %s on Spark (%s)", self.table, reason)
+        return dict(super().execute(context), engine="spark", engine_reason=reason)
+
     def collect_result(self, context: Context, spec: dict[str, Any], printed: dict[str, Any] | None) -> Any:
-        return self.committed_result(spec, spec["commit_identifier"], printed or {},
-                                     ("status", "buckets", "files_before", "files_after", "level", "snapshot_id"))
+        return self.committed_result(spec, spec["commit_identifier"], printed or {}, COMPACT_RESULT_KEYS)
 
 
 MIN_SAFE_AGE = dt.timedelta(hours=1)

@@ -52,6 +52,7 @@ from airflow_paimon.spark.common import (
     remove_result_file,
     stable_int64,
 )
+from airflow_paimon.ui.links import PaimonTableLink
 
 try:
     from airflow.exceptions import AirflowProviderDeprecationWarning as _Deprecated
@@ -63,8 +64,8 @@ if TYPE_CHECKING:
 
     from airflow_paimon.hooks.paimon import PaimonHook
 
-__all__ = ["PaimonSparkSubmitOperator", "commit_identifier_for", "commit_user_for", "reapply_token_for",
-           "table_or_target"]
+__all__ = ["PaimonSparkSubmitOperator", "commit_identifier_for", "commit_identifier_of", "commit_user_for",
+           "reapply_token_for", "table_or_target"]
 
 SPEC_FILE_NAME = "airflow-paimon-spec.json"
 RESULTS_FOLDER = ".airflow-paimon/results"
@@ -84,13 +85,21 @@ def commit_identifier_for(context: Mapping[str, Any], purpose: str = "merge") ->
     """A stable int64 for this task of this run: dag id, task id, map index and the data interval (the run id
     when the run has no data interval)."""
     ti = context["ti"]
-    start, end = context.get("data_interval_start"), context.get("data_interval_end")
+    return commit_identifier_of(purpose, ti.dag_id, ti.task_id, getattr(ti, "map_index", -1),
+                                context.get("data_interval_start"), context.get("data_interval_end"),
+                                str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "")))
+
+
+def commit_identifier_of(purpose: str, dag_id: str, task_id: str, map_index: int, data_interval_start: Any,
+                         data_interval_end: Any, run_id: str) -> int:
+    """The commit identifier of one task of one run, from the run's stored fields: the tables view finds the run
+    that made a snapshot with it."""
     anchor: tuple[str, ...]
-    if start is None or end is None:
-        anchor = ("run", str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "")))
+    if data_interval_start is None or data_interval_end is None:
+        anchor = ("run", run_id)
     else:
-        anchor = ("interval", _iso(start), _iso(end))
-    return stable_int64(purpose, ti.dag_id, ti.task_id, getattr(ti, "map_index", -1), *anchor)
+        anchor = ("interval", _iso(data_interval_start), _iso(data_interval_end))
+    return stable_int64(purpose, dag_id, task_id, map_index, *anchor)
 
 
 def _run_id(context: Mapping[str, Any]) -> str:
@@ -126,6 +135,7 @@ class PaimonSparkSubmitOperator(CheckedArguments, PaimonLineage, SparkSubmitOper
 
     app_name = ""
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + ("paimon_conn_id",)
+    operator_extra_links = (PaimonTableLink(),)
 
     def __init__(self, *, paimon_conn_id: str = "paimon_default", ship_package: bool | None = None,
                  **kwargs: Any) -> None:

@@ -43,6 +43,7 @@ from airflow_paimon.operators.checked import CheckedArguments, checkable
 from airflow_paimon.operators.failures import task_failure
 from airflow_paimon.operators.lineage import PaimonLineage
 from airflow_paimon.operators.runs import plan_run
+from airflow_paimon.ui.links import PaimonTableLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -109,6 +110,7 @@ class PaimonTableOperator(CheckedArguments, PaimonLineage, BaseOperator):
 
     template_fields: Sequence[str] = ("table", "paimon_conn_id")
     ui_color = "#d5e8f8"
+    operator_extra_links = (PaimonTableLink(),)
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["read_change_feed_df"]
 
 
-def _diff_units(plan: ChangePlan) -> list[tuple[list[ManifestEntry], list[ManifestEntry]]]:
+def _diff_units(plan: ChangePlan,
+                deletion_vectors: bool = False) -> list[tuple[list[ManifestEntry], list[ManifestEntry]]]:
     """The live files of both ends cut into independent units, dropping units both ends list alike."""
     before, after = plan.ends
     counts: dict[bytes, set[int]] = {}
@@ -42,8 +43,10 @@ def _diff_units(plan: ChangePlan) -> list[tuple[list[ManifestEntry], list[Manife
         for e in entries:
             key = (e.partition, -1 if e.partition in rescaled else e.bucket)
             units.setdefault(key, ([], []))[side].append(e)
+    # A deletion-vector table's bucket may change with the same files (their vectors changed): every bucket is a
+    # unit, and the diff reads only those whose files or vectors differ.
     return [u for _, u in sorted(units.items())
-            if {e.file.file_name for e in u[0]} != {e.file.file_name for e in u[1]}]
+            if deletion_vectors or {e.file.file_name for e in u[0]} != {e.file.file_name for e in u[1]}]
 
 
 def read_change_feed_df(spark: SparkSession, table: Table, start: Any = None, end: Any = None, *,
@@ -60,11 +63,12 @@ def read_change_feed_df(spark: SparkSession, table: Table, start: Any = None, en
     if plan.mode == "diff":
         assert plan.end is not None and plan.end.snapshot is not None
         version, millis = plan.end.id, plan.end.snapshot.time_millis
-        units = _diff_units(plan)
+        units = _diff_units(plan, table.core_options.deletion_vectors)
+        snapshots = (plan.start.snapshot if plan.start is not None else None, plan.end.snapshot)
 
         def diff(i: int) -> Iterator[pa.Table]:
             before, after = units[i]
-            for rows, kinds in diff_batches(table, before, after, names):
+            for rows, kinds in diff_batches(table, before, after, names, snapshots):
                 yield change_batch(rows, kinds, version, millis, schema, filter)
 
         sizes = [sum(e.file.row_count for e in b + a) for b, a in units]

@@ -21,7 +21,6 @@ if __name__ == "__main__":  # run as a script by spark-submit: do not let this f
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
 import json  # noqa: E402
-import time  # noqa: E402
 from typing import Any, Iterator, Mapping  # noqa: E402
 
 from airflow_paimon.spark.common import json_arg, load_spec, run_app, spark_session  # noqa: E402
@@ -37,43 +36,27 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     from pyspark.sql import types as T
 
     from airflow_paimon.format import Catalog, CommitMessage
-    from airflow_paimon.format.commit import CommitId
-    from airflow_paimon.format.compact import compact_split, max_level, plan_compaction
+    from airflow_paimon.format.compact import compact_split
+    from airflow_paimon.format.compaction_run import begin_compaction
     from airflow_paimon.format.values import count
     from airflow_paimon.spark.tasks import run_per_group
 
-    started = time.monotonic()
     unknown = set(spec) - set(FLAGS)
     if unknown:
         raise ValueError(f"unknown compaction arguments {sorted(unknown)}; known: {sorted(FLAGS)}")
     if not spec.get("target") or not spec.get("warehouse"):
         raise ValueError("the compaction needs target and warehouse")
     table = Catalog(spec["warehouse"], spec.get("options") or {}).get_table(spec["target"])
-    user = spec.get("commit_user")
     ident = None if spec.get("commit_identifier") is None else count(spec["commit_identifier"], "commit_identifier",
                                                                       minimum=None)
-    result: dict[str, Any] = {"target": table.identifier, "commit_user": user, "commit_identifier": ident}
-    # compact_split writes the changelog a lookup or full-compaction table owes for what it merges (in each
-    # message's changelog_files), so the commit declares the table's producer as the library's compaction does
-    tx = table.transaction(commit_id=CommitId.of(user, ident), kind="COMPACT", commit_user=user,
-                           changelog=table.core_options.changelog_producer)
-    existing = tx.already_committed
-    if existing is not None:
-        result.update(status="already_committed", snapshot_id=existing.id,
-                      message=f"compaction {user!r}/{ident} is already in snapshot {existing.id}; nothing to do")
-        print(result["message"], flush=True)
-        return result
-    base = tx.base
     partitions = spec.get("partitions")
-    if isinstance(partitions, Mapping):
-        partitions = [partitions]
-    splits = plan_compaction(table, base, partitions)
-    result["buckets"] = len(splits)
-    result["level"] = max_level(table) if table.is_primary_key else 0
-    if not splits:
-        result.update(status="no_changes", snapshot_id=base.id if base is not None else None,
-                      seconds=round(time.monotonic() - started, 3))
-        return result
+    run = begin_compaction(table, commit_user=spec.get("commit_user"), commit_identifier=ident,
+                           partitions=[partitions] if isinstance(partitions, Mapping) else partitions)
+    if run.done:
+        if "message" in run.result:
+            print(run.result["message"], flush=True)
+        return run.result
+    splits = run.splits
     target_size = None if spec.get("target_file_size") is None else count(spec["target_file_size"],
                                                                           "target_file_size")
     out_schema = T.StructType([T.StructField("message", T.StringType(), True)])
@@ -85,13 +68,7 @@ def run_compaction(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
     num_tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
     rows = run_per_group(spark, [s.row_count for s in splits], compact, out_schema, num_tasks).collect()
-    messages = [CommitMessage.from_dict(json.loads(r["message"])) for r in rows]
-    result["files_before"] = sum(len(m.deleted_files) for m in messages)
-    result["files_after"] = sum(len(m.new_files) for m in messages)
-    snap = tx.commit(messages)
-    result.update(status="committed" if snap is not None else "no_changes",
-                  snapshot_id=snap.id if snap is not None else None, seconds=round(time.monotonic() - started, 3))
-    return result
+    return run.finish([CommitMessage.from_dict(json.loads(r["message"])) for r in rows])
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -52,7 +52,7 @@ DAG_FILE = textwrap.dedent(
                 engine="spark",
                 clauses=[matched_delete(condition="s.op = 'D'"), matched_update(set="*"),
                          not_matched_insert(values="*", condition="s.op <> 'D'")], **spark)
-            compact = CompactOperator(task_id="compact", table="db.orders", **spark)
+            compact = CompactOperator(task_id="compact", table="db.orders", engine="spark", **spark)
             orphans = RemoveOrphanFilesOperator(task_id="orphans", table="db.orders", older_than="1 d", **spark)
             merge >> compact >> orphans
         return dag

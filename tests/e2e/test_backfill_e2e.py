@@ -67,18 +67,20 @@ def free_port() -> int:
 
 
 class Standalone:
-    """``airflow standalone`` in its own process group, stopped (with every child) on exit."""
+    """``airflow standalone`` (or another ``airflow`` command, e.g. ``api-server``) in its own process group,
+    stopped (with every child) on exit."""
 
-    def __init__(self, home: Path, env: dict[str, str]):
+    def __init__(self, home: Path, env: dict[str, str], command: tuple[str, ...] = ("standalone",)):
         self.home = home
         self.env = env
-        self.log_path = home / "standalone.log"
+        self.command = command
+        self.log_path = home / f"{command[0]}.log"
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Standalone:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [str(VENV_BIN / "airflow"), "standalone"],
+            [str(VENV_BIN / "airflow"), *self.command],
             env=self.env,
             cwd=self.home,
             stdout=self._log,
@@ -99,8 +101,10 @@ class Standalone:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, sig)
             deadline = time.monotonic() + wait
+            proc.poll()  # reap the leader once it exited: a zombie still counts as alive for killpg(pgid, 0)
             while time.monotonic() < deadline and _group_alive(pgid):
                 time.sleep(0.5)
+                proc.poll()
             if not _group_alive(pgid):
                 break
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -164,7 +168,7 @@ def wait_for(what: str, condition, timeout: float, server: Standalone, interval:
     last_error = None
     while time.monotonic() < deadline:
         if not server.alive():
-            pytest.fail(f"airflow standalone exited while waiting for {what}:\n{server.tail()}")
+            pytest.fail(f"airflow {server.command[0]} exited while waiting for {what}:\n{server.tail()}")
         try:
             value = condition()
             if value:

@@ -9,13 +9,27 @@ from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
 # Modules whose tests run a second time with the warehouse on the local S3 server (marker objectstore, left out
 # of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
 ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
+# Modules where only representative tests run a second time on the S3 server (each costs seconds there): tags,
+# expiry, orphan cleanup and the change feed, whose deletes and listings differ most between a disk and a store.
+ON_OBJECT_STORE_TESTS = {
+    "test_tags": {"test_create_from_latest_writes_the_snapshot_json", "test_delete_removes_files_only_that_tag_used"},
+    "test_expire": {"test_expiry_deletes_only_files_nothing_retained_uses"},
+    "test_orphans": {"test_removes_old_unreferenced_files_only", "test_young_files_are_kept_by_default"},
+    "test_changes": {"test_diff_between_tags_after_the_snapshots_between_expired"},
+}
 # Random histories of many commits: two minutes each on the S3 server, where the concurrency test covers commits.
 LOCAL_ONLY = {"test_random_commits_match_a_model"}
 
 
+def _on_object_store(metafunc: pytest.Metafunc) -> bool:
+    module, name = metafunc.module.__name__.rsplit(".", 1)[-1], metafunc.function.__name__
+    if module in ON_OBJECT_STORE:
+        return name not in LOCAL_ONLY
+    return name in ON_OBJECT_STORE_TESTS.get(module, ())
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if ("warehouse" in metafunc.fixturenames and metafunc.function.__name__ not in LOCAL_ONLY
-            and metafunc.module.__name__.rsplit(".", 1)[-1] in ON_OBJECT_STORE):
+    if "warehouse" in metafunc.fixturenames and _on_object_store(metafunc):
         metafunc.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.objectstore)],
                              indirect=True)
 

@@ -61,3 +61,24 @@ def test_compaction_honours_sequence_field(tmp_path):
     t = Catalog(str(tmp_path)).get_table("db.t")
     assert {e.file.level for e in t.file_entries(t.latest_snapshot())} == {2}
     assert rows(t.read()) == before
+
+
+def test_a_compaction_run_reports_the_same_result_whoever_compacts(tmp_path):
+    """begin_compaction/compact_here, as CompactOperator runs them in the worker (Spark tasks finish the same run)."""
+    from airflow_paimon.format.compaction_run import begin_compaction, compact_here
+
+    t = _history(tmp_path)
+    files = t.file_entries(t.latest_snapshot())
+    run = begin_compaction(t, commit_user="c", commit_identifier=9)
+    assert not run.done and run.result["buckets"] == 2 and run.result["level"] == 5
+    assert run.total_bytes == 4 * sum(e.file.file_size for e in files)      # every file of both buckets, decoded
+    result = compact_here(run)
+    assert result["status"] == "committed" and result["snapshot_id"] == t.latest_snapshot().id
+    assert (result["files_before"], result["files_after"]) == (len(files), 2)
+    again = begin_compaction(t, commit_user="c", commit_identifier=9)
+    assert again.done and again.result["status"] == "already_committed"
+    assert compact_here(again)["snapshot_id"] == result["snapshot_id"]
+    nothing = begin_compaction(t, commit_user="c", commit_identifier=10)
+    assert nothing.done and (nothing.result["status"], nothing.result["snapshot_id"]) == ("no_changes",
+                                                                                         result["snapshot_id"])
+    assert t.latest_snapshot().id == result["snapshot_id"]

@@ -16,8 +16,8 @@ import pytest
 
 from airflow_paimon.format import Catalog, CommitConflictError, InvalidOptionError, UnsupportedTableError
 from airflow_paimon.format.bucketing import hash_codes
-from airflow_paimon.format.hash_index import read_hashes
-from airflow_paimon.format.index_manifest import HASH_INDEX, read_index_manifest
+from airflow_paimon.format.deletion_vectors_index import read_index_manifest
+from airflow_paimon.format.hash_index import HASH_INDEX, read_hashes
 
 from .upkeep_helpers import FUTURE, all_files, check_all_readable, delete, index_paths, rows, tree_digest, upsert
 
@@ -39,8 +39,8 @@ def _hash(i: int) -> int:
 def index_of(table, snapshot=None) -> dict[tuple[bytes, int], tuple[str, set[int]]]:
     """(partition, bucket) -> (index file name, its hashes) of a snapshot's HASH index."""
     snap = snapshot or table.latest_snapshot()
-    return {(e.partition, e.bucket): (e.file.file_name, set(read_hashes(table.io, table.path, e.file).tolist()))
-            for e in read_index_manifest(table.manifest_io, snap.index_manifest) if e.file.index_type == HASH_INDEX}
+    return {(e.partition, e.bucket): (e.file_name, set(read_hashes(table, e).tolist()))
+            for e in read_index_manifest(table, snap.index_manifest) if e.index_type == HASH_INDEX}
 
 
 def buckets_of(table) -> dict[tuple[str, int], set[int]]:
@@ -138,12 +138,12 @@ def test_concurrent_new_keys_are_a_conflict_that_leaves_no_files(tmp_path):
     upsert(t, [1], 1)
     tx = t.transaction()
     messages = t.new_write().write(_rows([2, 3], 2), base_snapshot=tx.base)
-    assert any(m.new_index_files for m in messages)
+    assert any(m.index_adds for m in messages)
     upsert(t, [4], 3)   # lands first: its new key took the free place in bucket 0 as well
     files = all_files(t.path)
     with pytest.raises(CommitConflictError, match="nothing was committed"):
         tx.commit(messages)
-    new_index = {f"{t.path}/index/{f.file_name}" for m in messages for f in m.new_index_files}
+    new_index = {f"{t.path}/index/{e.file_name}" for m in messages for e in m.index_adds}
     assert new_index <= files and not new_index & all_files(t.path)
     # A write through Table.write retries on the new snapshot instead.
     upsert(t, [2, 3], 2)
@@ -156,7 +156,7 @@ def test_concurrent_updates_of_other_buckets_do_not_conflict(tmp_path):
     upsert(t, [1, 2], 1)
     tx = t.transaction()
     messages = t.new_write().write(_rows([1], 2), base_snapshot=tx.base)
-    assert not any(m.new_index_files for m in messages)
+    assert not any(m.index_adds for m in messages)
     upsert(t, [2], 3)
     tx.commit(messages)
     assert rows(t.read()) == [(1, "a", 2), (2, "a", 3)]

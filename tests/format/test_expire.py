@@ -23,6 +23,7 @@ from .upkeep_helpers import (
     metadata_paths,
     rows,
     snapshot_reads,
+    store_file,
     tree_digest,
     upsert,
 )
@@ -34,9 +35,9 @@ def _commits(table, n: int, start: int = 0) -> None:
 
 
 @pytest.fixture
-def churn(tmp_path):
+def churn(warehouse):
     """A table whose history replaces data files: commits, compactions, and a tag in the middle."""
-    t = make_table(tmp_path)
+    t = make_table(warehouse)
     for i in range(4):
         upsert(t, range(i * 3, i * 3 + 6), i)
     t.maintenance.compact()                 # 5
@@ -139,7 +140,7 @@ def test_expiry_deletes_only_files_nothing_retained_uses(churn):
     assert set(result.files) == all_before - all_files(t.path)
     assert result.bytes_freed > 0
     assert not any(p.endswith("snapshot-8") for p in all_files(t.path))
-    assert open(f"{t.path}/snapshot/EARLIEST").read().strip() == "9"
+    assert store_file(f"{t.path}/snapshot/EARLIEST").decode().strip() == "9"
 
 
 def test_tag_files_survive_until_the_tag_goes(churn):

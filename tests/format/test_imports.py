@@ -9,9 +9,12 @@ are left out.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import airflow_paimon.format
 
@@ -72,6 +75,7 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     return {m for m in out if not name.startswith(m + ".")}
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     modules = module_names()
     known = set(modules)
@@ -129,6 +133,7 @@ def test_format_modules_need_neither_airflow_nor_spark():
     assert not bad, f"format modules importing Airflow or Spark: {bad}"
 
 
+@pytest.mark.subprocess
 def test_every_format_module_imports_in_a_fresh_interpreter():
     """Every module, in a fresh interpreter (nothing imported before, so no earlier import hides a broken one),
     without loading Airflow or pyspark on the way; the CLI last, which runs where neither is installed. Cycles

@@ -179,6 +179,7 @@ def _write_in_child(args):
     return t.new_write().write_bucket(partition, bucket, pa.Table.from_pylist(rows, ORDERS), None, seq).to_dict()
 
 
+@pytest.mark.subprocess
 def test_distributed_write_and_serialisable_splits(catalog):
     t = catalog.create_table("db.orders", ORDERS, primary_keys=["id"], options={"bucket": "2"})
     from airflow_paimon.format.bucketing import bucket_ids

@@ -23,14 +23,15 @@ from .upkeep_helpers import (
     make_table,
     rows,
     snapshot_reads,
+    store_file,
     tree_digest,
     upsert,
 )
 
 
 @pytest.fixture
-def table(tmp_path):
-    t = make_table(tmp_path)
+def table(warehouse):
+    t = make_table(warehouse)
     upsert(t, [1, 2], 1)        # snapshot 1
     upsert(t, [2, 3], 2)        # snapshot 2
     delete(t, [1])              # snapshot 3
@@ -47,8 +48,8 @@ def test_create_from_latest_writes_the_snapshot_json(table):
     tag = table.tags.create("nightly")
     assert tag.snapshot_id == 3
     path = f"{table.path}/tag/tag-nightly"
-    doc = json.loads(open(path).read())
-    snap = json.loads(open(f"{table.path}/snapshot/snapshot-3").read())
+    doc = json.loads(store_file(path))
+    snap = json.loads(store_file(f"{table.path}/snapshot/snapshot-3"))
     assert doc == snap  # no retention: exactly the snapshot JSON, no tag fields (readable by Paimon <= 0.7)
     assert "tagCreateTime" not in doc and "tagTimeRetained" not in doc
     assert rows(table.read(tag="nightly")) == rows(table.read())
@@ -231,8 +232,8 @@ def test_bad_renames_change_nothing(table, old, new, error):
 
 # ---- delete -------------------------------------------------------------------------------------------
 
-def test_delete_removes_files_only_that_tag_used(tmp_path):
-    t = make_table(tmp_path)
+def test_delete_removes_files_only_that_tag_used(warehouse):
+    t = make_table(warehouse)
     upsert(t, range(10), 1)         # 1
     upsert(t, range(5, 15), 2)      # 2
     t.tags.create("first", snapshot_id=1)

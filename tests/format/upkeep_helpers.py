@@ -55,6 +55,20 @@ def store_file(path: str) -> bytes:
     return FileIO(path).read_bytes(path) if "://" in path else Path(path).read_bytes()
 
 
+def put_file(path: str, data: bytes) -> None:
+    """Write a file as another writer would, on a local disk or the object store its URI names."""
+    if "://" in path:
+        FileIO(path).write_bytes(path, data)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Path(path).write_bytes(data)
+
+
+def store_exists(path: str) -> bool:
+    """A file or a directory (on an object store: a non-empty prefix) at `path`."""
+    return FileIO(path).exists(path)
+
+
 def tree_digest(root: Path | str) -> dict[str, str]:
     """Every file under `root` with the hash of its bytes: proof that an operation changed nothing."""
     if "://" in str(root):

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.hash_index import read_hashes
-from airflow_paimon.format.index_manifest import HASH_INDEX, read_index_manifest
+from airflow_paimon.format.deletion_vectors_index import read_index_manifest
+from airflow_paimon.format.hash_index import HASH_INDEX, read_hashes
 
 from .pypaimon_env import run_pypaimon
 
@@ -76,9 +76,9 @@ def _expected(*batches) -> list[list]:
 def _hash_buckets(table) -> dict[bytes, dict[int, set[int]]]:
     """partition -> bucket -> the key hashes its HASH index file holds (latest snapshot)."""
     out: dict[bytes, dict[int, set[int]]] = {}
-    for e in read_index_manifest(table.manifest_io, table.latest_snapshot().index_manifest):
-        assert e.file.index_type == HASH_INDEX
-        out.setdefault(e.partition, {})[e.bucket] = set(read_hashes(table.io, table.path, e.file).tolist())
+    for e in read_index_manifest(table, table.latest_snapshot().index_manifest):
+        assert e.index_type == HASH_INDEX
+        out.setdefault(e.partition, {})[e.bucket] = set(read_hashes(table, e).tolist())
     return out
 
 

@@ -24,11 +24,13 @@ pytestmark = pytest.mark.interop
 KINDS = {
     # name: (primary keys, options, the message a write (and, where given, a read) is refused with)
     "dynamic": (["p", "id"], {}, None),  # read and written (test_dynamic_bucket_interop)
-    "dv": (["p", "id"], {"bucket": "2", "deletion-vectors.enabled": "true"}, "deletion-vectors.enabled = true"),
+    # pypaimon leaves its rows at level 0, which deletion-vector reads skip: both read none (see
+    # test_deletion_vectors_interop.py for the table read and written here).
+    "dv": (["p", "id"], {"bucket": "2", "deletion-vectors.enabled": "true"}, None),
     "bucketed": ([], {"bucket": "2", "bucket-key": "id"}, None),  # read and written (test_bucketed_append_interop)
     "nested": ([], {}, None),  # read and written (tests/interop/test_nested_types_interop.py)
 }
-READ_REFUSED = {"dv": "deletion-vectors.enabled = true"}
+READ_REFUSED: dict[str, str] = {}
 
 _COMMON = """
 import pyarrow as pa

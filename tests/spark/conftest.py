@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3_server import s3_server  # noqa: F401  (the S3 server fixture of the object-store tests)
+
 # Tests here that import Airflow (the operators, the DAG) must not touch a real AIRFLOW_HOME.
 _home: Path | None = None
 if "airflow" not in sys.modules and "AIRFLOW_HOME" not in os.environ:

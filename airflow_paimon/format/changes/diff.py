@@ -22,9 +22,10 @@ from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..kernels import null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
-from ..read import fill_partition, merge_on_read, read_files
-from ..scan import Split
+from ..read import fill_partition, merge_on_read, read_files, read_split
+from ..scan import ScanPlanner, Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+from ..snapshot import Snapshot
 from .bounds import Bound
 from .rows import read_with_kinds
 
@@ -145,8 +146,15 @@ def end_entries(table: "Table", start: Bound, end: Bound) -> tuple[list[Manifest
     return (table.file_entries(start.snapshot) if start.id else []), table.file_entries(end.snapshot)
 
 
-def diff_batches(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str]
-                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+def diff_batches(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
+                 ends: tuple[Snapshot | None, Snapshot | None] | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The changes between the files `before` and `after` (of the snapshots `ends`, which a deletion-vector table
+    needs: a file both ends list may have lost rows to its vector in between)."""
+    if table.core_options.deletion_vectors:
+        if ends is None:
+            raise ValueError("a diff of a deletion-vector table needs the snapshots at both ends")
+        yield from _deletion_vector_diff(table, before, after, names, ends)
+        return
     counts_before, counts_after = _bucket_counts(before), _bucket_counts(after)
     whole = {p for p in set(counts_before) | set(counts_after)
              if len(counts_before.get(p, set()) | counts_after.get(p, set())) > 1}
@@ -173,6 +181,29 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
         new = _state(table, partition, [e for e in files_after if e.file.file_name not in names_before], names,
                      shared)
         rows, kinds = compare(old, new, keys)
+        if rows.num_rows:
+            yield rows, kinds
+
+
+def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
+                          ends: tuple[Snapshot | None, Snapshot | None]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """Each bucket whose files or vectors differ between the ends, read at both ends as a read would (files above
+    level 0 without the rows their vectors delete) and compared key by key."""
+    planner = ScanPlanner(table)
+    sides = []
+    for entries, snap in zip((before, after), ends):
+        splits = planner.plan(entries, None, snap.id if snap else None, snap) if entries else []
+        sides.append({(s.partition_bytes, s.bucket): s for s in splits})
+    keys = table.schema().trimmed_primary_keys + [k for k in table.partition_keys
+                                                  if k not in table.schema().trimmed_primary_keys]
+    empty = pa.schema([table.arrow_schema().field(n) for n in names]).empty_table()
+    for group in sorted(set(sides[0]) | set(sides[1])):
+        old, new = sides[0].get(group), sides[1].get(group)
+        if old is not None and new is not None and old.deletion_files == new.deletion_files \
+                and [f.file_name for f in old.files] == [f.file_name for f in new.files]:
+            continue
+        rows, kinds = compare(read_split(table, old, names) if old else empty,
+                              read_split(table, new, names) if new else empty, keys)
         if rows.num_rows:
             yield rows, kinds
 

@@ -29,7 +29,7 @@ def _splits_by_bucket(table: Table, snapshot: Snapshot | None) -> dict[tuple[byt
     if snapshot is None:
         return {}
     return {(s.partition_bytes, s.bucket): s for s in
-            ScanPlanner(table).plan(table.file_entries(snapshot), None, snapshot.id)}
+            ScanPlanner(table).plan(table.file_entries(snapshot), None, snapshot.id, snapshot)}
 
 
 def read_changes_df(spark: SparkSession, table: Table, before: Snapshot | None, after: Snapshot | None,
@@ -48,7 +48,10 @@ def read_changes_df(spark: SparkSession, table: Table, before: Snapshot | None, 
         sa, sb = splits_a.get(key), splits_b.get(key)
         names_a = {f.file_name for f in sa.files} if sa is not None else set()
         names_b = {f.file_name for f in sb.files} if sb is not None else set()
-        if names_a != names_b:
+        # On a deletion-vector table the same files can hold other rows: their vectors changed.
+        vectors_a = sa.deletion_files if sa is not None else None
+        vectors_b = sb.deletion_files if sb is not None else None
+        if names_a != names_b or vectors_a != vectors_b:
             pairs.append((sa, sb))
     logical = table.arrow_schema()
     empty = pa.schema([logical.field(n) for n in read_cols]).empty_table()

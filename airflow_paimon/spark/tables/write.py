@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 from airflow_paimon.format import CommitMessage, Snapshot, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import LATEST, CommitId, Transaction
+from airflow_paimon.format.deletion_vectors_write import DeletionVectorWriter
 from airflow_paimon.format.errors import InvalidDataError, PaimonError, UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, last_of_each_key
 from airflow_paimon.format.versions import kinds_to_write, version_sort_indices
@@ -82,7 +83,7 @@ _MESSAGE_SCHEMA = T.StructType([
 
 def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: str, what: str,
                 changelog: BucketChangelog, assign: bool = False, kinds_given: bool = True,
-                images: bool = False) -> Any:
+                images: bool = False, deletion_vectors: DeletionVectorWriter | None = None) -> Any:
     logical = table.arrow_schema()
     # Primary-key tables and bucketed append tables hash their bucket key; unbucketed append tables use bucket 0.
     bucket_keys = table.bucket_keys if table.is_primary_key or table.core_options.bucket >= 1 else []
@@ -152,6 +153,8 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
             rows = cast_to(group.rows, logical, names)
             first = next_seq.get((group.partition, group.bucket), 0)
             msg = writer.write_bucket(group.partition, group.bucket, rows, kinds if keys else None, first)
+            if deletion_vectors is not None:
+                deletion_vectors.settle(group.partition, msg)
             if keys:
                 changelog.add(msg, group.partition, group.bucket, rows, kinds,
                               np.arange(first, first + rows.num_rows, dtype=np.int64),
@@ -243,8 +246,10 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = by_bucket(prepared, keys, num_tasks)
+    # A deletion-vector table's new rows leave level 0 in the same commit, as the library's own writes do.
+    dv = DeletionVectorWriter(table, base) if table.core_options.deletion_vectors and table.is_primary_key else None
     task = _write_task(table, next_seq, duplicates, what, BucketChangelog(table, base, tx.kind), assign, kinds_given,
-                       before_images)
+                       before_images, dv)
     started = time.monotonic()
     with task_errors():
         rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()
