@@ -77,7 +77,6 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None, num_b
     return gid
 
 
-
 def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str], seq_fields: Sequence[str] = (),
                 seq_descending: bool = False) -> pa.Array | np.ndarray:
     """Row order by (group, key, sequence fields in Paimon's order), stable so that of duplicate keys the newest
@@ -148,46 +147,34 @@ class TableWrite:
             buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
         num_buckets = int(buckets.max()) + 1
         gid = _group_ids(self.table, data, buckets, num_buckets)
-        data = data.append_column("__gid", pa.array(gid))
         keys = self.schema.trimmed_primary_keys
         options = self.table.core_options
-        data = data.take(_sort_order(data, gid, keys, options.sequence_fields, options.sequence_descending))
-        gid_sorted = data.column("__gid").to_numpy()
-        keep = last_of_each_key([data.column("__gid")] + [data.column(k) for k in keys], data.num_rows)
+        # Only the sort keys are reordered here; each bucket's rows are taken in its own thread (below), which
+        # spreads the copy of the wide columns over the cores instead of one whole-table take.
+        order = np.asarray(_sort_order(data.append_column("__gid", pa.array(gid)), gid, keys,
+                                       options.sequence_fields, options.sequence_descending))
+        gid_sorted = gid[order]
+        keep = last_of_each_key([pa.array(gid_sorted)] + [data.column(k).take(order) for k in keys], data.num_rows)
         if duplicates == "error" and not keep.all():
-            first = int(np.flatnonzero(~keep)[0])
+            first = int(order[np.flatnonzero(~keep)[0]])
             key = key_text(data, self.schema.primary_keys, first)
             raise DuplicateKeyError(
                 f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
                 "each key may appear once. Nothing was committed.")
         next_seq = self.table.next_sequence_numbers(base_snapshot)
-        producer = options.changelog_producer
-        lookup = None
-        if producer == "lookup":
-            lookup = Lookup(self.table, base_snapshot if base_snapshot is not None else self.table.latest_snapshot())
-        dv = DeletionVectorWriter(self.table, base_snapshot if base_snapshot is not None
-                                  else self.table.latest_snapshot()) if options.deletion_vectors else None
+        lookup = dv = None
+        if options.changelog_producer == "lookup" or options.deletion_vectors:
+            base = base_snapshot if base_snapshot is not None else self.table.latest_snapshot()
+            lookup = Lookup(self.table, base) if options.changelog_producer == "lookup" else None
+            dv = DeletionVectorWriter(self.table, base) if options.deletion_vectors else None
         jobs = []
         for start, end in _boundaries(gid_sorted):
-            part = data.slice(start, end - start)
-            kept = keep[start:end]
-            partition = tuple(part.column(k)[0].as_py() for k in self.schema.partition_keys)
+            rows = order[start:end]
+            partition = tuple(data.column(k)[int(rows[0])].as_py() for k in self.schema.partition_keys)
             bucket = int(gid_sorted[start] % num_buckets)
-            seq0 = next_seq.get((partition, bucket), 0)
-            if producer == "input":
-                # Every input row has its own sequence number (and is in the changelog); the newest one per key
-                # is stored with its number, so later writes still order after all of them.
-                seq_all = np.arange(seq0, seq0 + part.num_rows, dtype=np.int64)
-                sequence = seq_all[kept] if not kept.all() else seq_all
-                changelog = part.drop_columns(["__kind", "__gid"]).append_column(
-                    SEQUENCE_NUMBER, pa.array(seq_all)).append_column(VALUE_KIND, part.column("__kind"))
-            else:
-                sequence = np.arange(seq0, seq0 + int(kept.sum()), dtype=np.int64)
-                changelog = None
-            rows = part if kept.all() else part.filter(pa.array(kept))
-            jobs.append((partition, bucket, rows.drop_columns(["__kind", "__gid"]), rows.column("__kind"),
-                         sequence, changelog, lookup, dv))
-        messages = self._run(self._write_with_changelog, jobs)
+            jobs.append((data, rows, keep[start:end], partition, bucket, next_seq.get((partition, bucket), 0),
+                         lookup, dv))
+        messages = self._run(self._write_group, jobs)
         if assigner is not None:
             # A bucket whose hashes grew gets its new index file in its own message (Paimon's DataIncrement), in
             # place of its previous one.
@@ -200,6 +187,25 @@ class TableWrite:
                     if previous is not None:
                         msg.index_deletes.append(previous)
         return messages
+
+    def _write_group(self, data: pa.Table, rows: np.ndarray, kept: np.ndarray, partition: tuple, bucket: int,
+                     seq0: int, lookup: Lookup | None, dv: DeletionVectorWriter | None) -> CommitMessage:
+        """One bucket's rows (`rows`: their indices in `data`, sorted by key; `kept`: the newest of each key)."""
+        written = rows if kept.all() else rows[kept]
+        part = data.take(written)
+        if self.table.core_options.changelog_producer == "input":
+            # Every input row has its own sequence number (and is in the changelog); the newest one per key is
+            # stored with its number, so later writes still order after all of them.
+            seq_all = np.arange(seq0, seq0 + len(rows), dtype=np.int64)
+            sequence = seq_all[kept] if not kept.all() else seq_all
+            every = part if written is rows else data.take(rows)
+            changelog = every.drop_columns(["__kind"]).append_column(SEQUENCE_NUMBER, pa.array(seq_all)) \
+                .append_column(VALUE_KIND, every.column("__kind"))
+        else:
+            sequence = np.arange(seq0, seq0 + len(written), dtype=np.int64)
+            changelog = None
+        return self._write_with_changelog(partition, bucket, part.drop_columns(["__kind"]), part.column("__kind"),
+                                          sequence, changelog, lookup, dv)
 
     def _write_with_changelog(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.ChunkedArray,
                               sequence: np.ndarray, changelog: pa.Table | None, lookup: Lookup | None,
