@@ -68,7 +68,7 @@ class Catalog:
         from .options import TableOptions
         parsed = TableOptions.parse(ts.options, bool(ts.primary_keys))
         parsed.check_fields(ts.field_names)
-        refusal = parsed.write_refusal
+        refusal = "; ".join(r for r in (parsed.write_refusal, ts.cross_partition_refusal()) if r)
         if refusal:
             raise UnsupportedTableError(f"cannot create {identifier}: this library could not write to it: {refusal}")
         path = self.table_path(identifier)

@@ -14,8 +14,9 @@ from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
-from .deletion_vectors_index import IndexEntry, combine_index, index_file_path
+from .deletion_vectors_index import IndexEntry, combine_index, index_file_path, read_index_manifest
 from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
+from .hash_index import HASH_INDEX
 from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta, ManifestIO, merge_entries
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
@@ -303,6 +304,7 @@ class Transaction:
                     self._check_levels_free(base_snapshot_id, latest, entries)
                 else:
                     self._check_conflicts(base_snapshot_id, latest, entries)
+                    self._check_hash_index_conflicts(base_snapshot_id, latest, index[0])
             base_metas = self._base_manifests(latest)
             previous_index = latest.index_manifest if latest is not None else None
             index_manifest = combine_index(self.table, previous_index, *index)
@@ -408,6 +410,25 @@ class Transaction:
             if e.kind == ADD and e.file.level > 0 and (e.partition, e.bucket, e.file.level) in taken:
                 raise CommitConflictError(f"level {e.file.level} of bucket {e.bucket} was filled concurrently "
                                           f"(snapshots {base_id + 1}..{latest.id})")
+
+    def _check_hash_index_conflicts(self, base_id: int, latest: Snapshot, adds: Sequence[IndexEntry]) -> None:
+        """Refuse to commit HASH index files (dynamic buckets) over a concurrent change of the HASH index of the
+        same partitions: the other writer may have put new keys in buckets this one filled too, or a key this one
+        also added in another bucket (the write is then done again on the new latest snapshot)."""
+        partitions = {e.partition for e in adds if e.index_type == HASH_INDEX}
+        if not partitions:
+            return
+        base = self.base if self.base is not None and self.base.id == base_id else None
+
+        def hash_files(snap: Snapshot | None) -> set[tuple[bytes, int, str]]:
+            entries = read_index_manifest(self.table, snap.index_manifest) if snap and snap.index_manifest else []
+            return {(e.partition, e.bucket, e.file_name) for e in entries
+                    if e.index_type == HASH_INDEX and e.partition in partitions}
+
+        if hash_files(base) != hash_files(latest):
+            raise CommitConflictError(f"the HASH index of a partition this commit writes was changed concurrently "
+                                      f"(snapshots {base_id + 1}..{latest.id}); nothing was committed, retry the "
+                                      "write")
 
     def _check_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
         """Refuse to commit over concurrent changes that would make this commit wrong."""

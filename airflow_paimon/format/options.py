@@ -67,6 +67,8 @@ class TableOptions:
     snapshot_time_retained: timedelta
     snapshot_expire_limit: int
     target_file_size: int
+    dynamic_bucket_target_row_num: int
+    dynamic_bucket_max_buckets: int
     read_refusal: str | None
     write_refusal: str | None
     raw: Mapping[str, str]
@@ -120,6 +122,11 @@ class TableOptions:
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
         expiry = ExpirePolicy.from_options(options)
+        max_buckets = count(options.get("dynamic-bucket.max-buckets"), "dynamic-bucket.max-buckets", minimum=None,
+                            default=-1)
+        if max_buckets == 0 or max_buckets < -1:
+            raise InvalidOptionError(f"dynamic-bucket.max-buckets: {max_buckets} is not -1 (unlimited) or a number of "
+                                     "buckets (>= 1)")
         dv_merge_on_read = _bool(options, "deletion-vectors.merge-on-read", False)
         return cls(
             bucket=bucket,
@@ -147,6 +154,9 @@ class TableOptions:
             # Paimon: 128 MB for primary-key tables, 256 MB for append tables unless set.
             target_file_size=_parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
                                            "target-file-size"),
+            dynamic_bucket_target_row_num=count(options.get("dynamic-bucket.target-row-num"),
+                                                "dynamic-bucket.target-row-num", default=2_000_000),
+            dynamic_bucket_max_buckets=max_buckets,
             read_refusal=_refusal(_limits(False, *kind)),
             write_refusal=_refusal(_limits(True, *kind)),
             raw=dict(options),
@@ -190,10 +200,10 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
         out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
     if not writing:
         return out
-    if has_primary_key and bucket == -1:
-        out.append("it is a dynamic-bucket primary-key table (bucket = -1, Paimon's default): writing needs "
-                   "Paimon's HASH index of keys to buckets, which is not kept here; give the table a fixed "
-                   "bucket number (>= 1) when it is created")
+    if has_primary_key and bucket == -1 and has_bucket_key:
+        # Paimon refuses such a table at creation: a dynamic bucket is chosen by the HASH index, not a bucket key.
+        out.append("it is a dynamic-bucket primary-key table (bucket = -1) with a bucket-key: remove bucket-key or "
+                   "give the table a fixed bucket number")
     if not has_primary_key and bucket >= 1 and not has_bucket_key:
         # Paimon refuses such a table at creation: without a bucket key it cannot tell where a row goes.
         out.append(f"it is a bucketed append table (bucket = {bucket}) without a bucket-key: set bucket-key to the "

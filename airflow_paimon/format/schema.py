@@ -135,6 +135,14 @@ class TableSchema:
                 out.append(str(e))
         return out
 
+    def cross_partition_refusal(self) -> str | None:
+        """Why a cross-partition upsert table (Paimon's global index of keys to partitions) is neither read nor
+        written here; None for other tables."""
+        if self.primary_keys and not set(self.partition_keys) <= set(self.primary_keys):
+            return (f"it is a cross-partition upsert table (its primary key {list(self.primary_keys)} leaves out "
+                    f"partition keys of {list(self.partition_keys)})")
+        return None
+
     def validate(self) -> None:
         """Refuse a schema whose keys do not fit its columns."""
         names = self.field_names

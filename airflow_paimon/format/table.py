@@ -69,9 +69,9 @@ class Table:
     def _refuse(self, action: str, reason: str | None) -> None:
         schema = self._schema
         reasons = ([reason] if reason else []) + schema.unsupported_columns()
-        if schema.primary_keys and not set(schema.partition_keys) <= set(schema.primary_keys):
-            reasons.append(f"it is a cross-partition upsert table (its primary key {list(schema.primary_keys)} "
-                           f"leaves out partition keys of {list(schema.partition_keys)})")
+        cross_partition = schema.cross_partition_refusal()
+        if cross_partition:
+            reasons.append(cross_partition)
         if reasons:
             raise UnsupportedTableError(f"cannot {action} {self.identifier}: {'; '.join(reasons)}")
 
@@ -135,6 +135,11 @@ class Table:
     @property
     def bucket_keys(self) -> list[str]:
         return list(self.core_options.bucket_key) if self.core_options.bucket_key else self._schema.trimmed_primary_keys
+
+    @property
+    def is_dynamic_bucket(self) -> bool:
+        """A primary-key table whose keys' buckets the HASH index keeps (bucket = -1, see dynamic_bucket.py)."""
+        return self.is_primary_key and self.core_options.bucket == -1
 
     @property
     def total_buckets(self) -> int:

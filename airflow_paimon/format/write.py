@@ -21,6 +21,7 @@ from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .deletion_vectors_write import DeletionVectorWriter
+from .dynamic_bucket import DynamicBucketAssigner
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
 from .kernels import key_text, last_of_each_key
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
@@ -62,8 +63,8 @@ def conform(table: "Table", data: pa.Table | pa.RecordBatch, required: Sequence[
     return pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in target]))
 
 
-def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np.ndarray:
-    """One int64 per row, equal exactly for rows of the same (partition, bucket)."""
+def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None, num_buckets: int = 0) -> np.ndarray:
+    """One int64 per row, equal exactly for rows of the same (partition, bucket); buckets lie in [0, num_buckets)."""
     gid = np.zeros(data.num_rows, dtype=np.int64)
     for name in table.schema().partition_keys:
         # The stubs type dictionary_encode as returning its argument's type; it returns a dictionary array.
@@ -72,7 +73,7 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None) -> np
         codes = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), len(enc.dictionary), codes)
         gid = gid * (len(enc.dictionary) + 1) + codes
     if buckets is not None:
-        gid = gid * table.core_options.bucket + buckets
+        gid = gid * num_buckets + buckets
     return gid
 
 
@@ -137,8 +138,15 @@ class TableWrite:
             return self._write_append(data, base_snapshot)
         kinds = pa.array(np.full(data.num_rows, INSERT, dtype=np.int8)) if kinds is None else kinds
         data = data.append_column("__kind", kinds)
-        buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
-        gid = _group_ids(self.table, data, buckets)
+        assigner = None
+        if self.table.is_dynamic_bucket:
+            assigner = DynamicBucketAssigner(
+                self.table, base_snapshot if base_snapshot is not None else self.table.latest_snapshot())
+            buckets = assigner.assign_rows(data)
+        else:
+            buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
+        num_buckets = int(buckets.max()) + 1
+        gid = _group_ids(self.table, data, buckets, num_buckets)
         keys = self.schema.trimmed_primary_keys
         options = self.table.core_options
         # Only the sort keys are reordered here; each bucket's rows are taken in its own thread (below), which
@@ -163,10 +171,22 @@ class TableWrite:
         for start, end in _boundaries(gid_sorted):
             rows = order[start:end]
             partition = tuple(data.column(k)[int(rows[0])].as_py() for k in self.schema.partition_keys)
-            bucket = int(gid_sorted[start] % options.bucket)
+            bucket = int(gid_sorted[start] % num_buckets)
             jobs.append((data, rows, keep[start:end], partition, bucket, next_seq.get((partition, bucket), 0),
                          lookup, dv))
-        return self._run(self._write_group, jobs)
+        messages = self._run(self._write_group, jobs)
+        if assigner is not None:
+            # A bucket whose hashes grew gets its new index file in its own message (Paimon's DataIncrement), in
+            # place of its previous one.
+            index_files = assigner.index_files()
+            for msg in messages:
+                got = index_files.get((msg.partition, msg.bucket))
+                if got is not None:
+                    new, previous = got
+                    msg.index_adds.append(new)
+                    if previous is not None:
+                        msg.index_deletes.append(previous)
+        return messages
 
     def _write_group(self, data: pa.Table, rows: np.ndarray, kept: np.ndarray, partition: tuple, bucket: int,
                      seq0: int, lookup: Lookup | None, dv: DeletionVectorWriter | None) -> CommitMessage:
@@ -222,7 +242,7 @@ class TableWrite:
         buckets = bucket_ids(data.select(self.table.bucket_keys), num_buckets) if num_buckets >= 1 else None
         if not pkeys and buckets is None:
             return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
-        gid = _group_ids(self.table, data, buckets)
+        gid = _group_ids(self.table, data, buckets, num_buckets)
         order = np.argsort(gid, kind="stable")
         data = data.take(order)
         gid_sorted = gid[order]

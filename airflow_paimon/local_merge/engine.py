@@ -19,9 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.format import Split, Table
+from airflow_paimon.format import Snapshot, Split, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import CommitId, Transaction
+from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
 from airflow_paimon.format.errors import UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, equal_runs
 from airflow_paimon.format.read import read_split
@@ -238,9 +239,9 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     started = time.monotonic()
     if not table.is_primary_key:
         raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
-    if table.core_options.bucket < 1:
+    if table.core_options.bucket < 1 and not table.is_dynamic_bucket:
         raise NotTranslatable(f"{table.identifier} has bucket={table.core_options.bucket}: the in-process MERGE "
-                              "handles fixed-bucket tables; run this MERGE on Spark")
+                              "handles fixed-bucket and dynamic-bucket tables; run this MERGE on Spark")
     names = table.schema().field_names
     logical = table.arrow_schema()
     on_cols = normalize_on(on, table.primary_keys, names)
@@ -271,8 +272,8 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     finally:
         con.close()
     check_unique_keys(source.select(table.primary_keys), table.primary_keys, _duplicate_message)
-    groups = _bucket_groups(table, source)
     base = tx.base
+    groups = _bucket_groups(table, source, base)
     splits: dict[tuple[tuple[Any, ...], int], Split] = {}
     if base is not None:
         for sp in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
@@ -283,13 +284,20 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
                       upsert)
 
 
-def _bucket_groups(table: Table, source: pa.Table) -> dict[tuple[tuple[Any, ...], int], pa.Table]:
-    """The source rows of each (partition, bucket), bucketed as the library's writer buckets them."""
+def _bucket_groups(table: Table, source: pa.Table,
+                   base: Snapshot | None) -> dict[tuple[tuple[Any, ...], int], pa.Table]:
+    """The source rows of each (partition, bucket), bucketed as the library's writer buckets them on `base` (a
+    dynamic-bucket table's keys by its HASH index: a key the target holds is in the bucket its rows are in)."""
     logical = table.arrow_schema()
-    keys = pa.table({k: source.column(k).cast(logical.field(k).type) for k in table.bucket_keys})
-    buckets = pa.array(bucket_ids(keys, table.core_options.bucket), pa.int32())
     pkeys = table.partition_keys
     parts = {p: source.column(_resolve(source.column_names, p) or p).cast(logical.field(p).type) for p in pkeys}
+    if table.is_dynamic_bucket:
+        trimmed = table.schema().trimmed_primary_keys
+        keys = pa.table({**parts, **{k: source.column(k).cast(logical.field(k).type) for k in trimmed}})
+        buckets = pa.array(DynamicBucketAssigner(table, base).assign_rows(keys), pa.int32())
+    else:
+        keys = pa.table({k: source.column(k).cast(logical.field(k).type) for k in table.bucket_keys})
+        buckets = pa.array(bucket_ids(keys, table.core_options.bucket), pa.int32())
     keyed = pa.table({**parts, "__bucket": buckets})
     order = pc.sort_indices(keyed, sort_keys=[(c, "ascending") for c in keyed.column_names])
     keyed, data = keyed.take(order), source.take(order)

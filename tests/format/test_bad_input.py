@@ -63,7 +63,12 @@ def test_unknown_snapshot_and_tag(table):
 
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"primary_keys": ["id"], "options": {"bucket": "0"}}, InvalidOptionError, "bucket"),
-    ({"primary_keys": ["id"], "options": {"bucket": "-1"}}, UnsupportedTableError, "dynamic-bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-1", "bucket-key": "id"}}, UnsupportedTableError,
+     "dynamic-bucket"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-1", "dynamic-bucket.max-buckets": "0"}}, InvalidOptionError,
+     "dynamic-bucket.max-buckets"),
+    ({"primary_keys": ["id"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "0"}},
+     InvalidOptionError, "dynamic-bucket.target-row-num"),
     ({"primary_keys": ["id"], "options": {"bucket": "x"}}, InvalidOptionError, "bucket"),
     ({"primary_keys": ["id"], "options": {"bucket": "2", "merge-engine": "aggregation"}}, UnsupportedTableError,
      "merge-engine"),

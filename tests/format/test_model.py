@@ -6,9 +6,10 @@ of destructive operations, checked against a simple in-memory model after every 
 * the retained snapshots and the tags are exactly the model's, and each reads exactly the model's rows (every
   snapshot is read with the current schema: the model keeps values by field id, so a renamed column shows its
   old values, a column added since reads NULL in old rows, a dropped one is gone for good);
-* no file any retained snapshot or tag references (data files it reads, manifest lists, manifests) is missing;
+* no file any retained snapshot or tag references (data files it reads, manifest lists, manifests, the index
+  manifest and the index files it lists) is missing;
 * after orphan cleanup (with `older_than` in the future, so every unreferenced file is eligible) no unreferenced
-  data or manifest file remains;
+  data, manifest or index file remains;
 * every data file lies in the partition directory Paimon names for its partition values.
 
 It runs on two tables. One is partitioned by a string. The other is partitioned by a DATE and a TIMESTAMP,
@@ -17,7 +18,9 @@ table also has a `sequence.field` whose values include NULLs and ties. Within a 
 times. The model picks the version of each key as Paimon does: the higher sequence value wins and NULL is older
 than any value; on a tie the later write wins (later in the batch or a later commit). Deletes carry no sequence
 value, so a delete is older than a version that has one and leaves it in place. A partition value cannot be NULL
-there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Writing one is a bad
+there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Two more kinds of the
+string-partitioned table run fewer times: one with a nested column, one with dynamic buckets (`bucket = -1`, at
+most 4 keys per bucket, so that commits replace HASH index files). Writing a NULL partition value is a bad
 input, which must fail and leave the table as it was.
 
 Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
@@ -51,7 +54,7 @@ from airflow_paimon.format.schema_change import SchemaChange
 from airflow_paimon.format.tags import TagAlreadyExistsError
 from airflow_paimon.format.values import parse_duration
 
-from .upkeep_helpers import FUTURE, FailAfter, all_files, judged_files, make_table, referenced_names
+from .upkeep_helpers import FUTURE, FailAfter, all_files, index_paths, judged_files, make_table, referenced_names
 
 EXAMPLES = int(os.environ.get("PAIMON_MODEL_EXAMPLES", "50"))
 STEPS = int(os.environ.get("PAIMON_MODEL_STEPS", "50"))
@@ -385,7 +388,7 @@ class UpkeepModel(RuleBasedStateMachine):
         rmax = None if extra is None else rmin + extra
         earliest, latest = ids[0], ids[-1]
         keep_from = max(latest - (rmax if rmax is not None else 2**31 - 1) + 1, earliest)
-        end = min(latest - rmin + 1, earliest + (limit if limit is not None else 10))
+        end = min(latest - rmin + 1, earliest + (limit if limit is not None else 50))  # snapshot.expire.limit
         stop = end
         for sid in range(keep_from, end):
             if sid + 1 in self.snaps and threshold <= self._time(sid + 1):
@@ -552,7 +555,7 @@ class UpkeepModel(RuleBasedStateMachine):
 
     # ---- invariants ------------------------------------------------------------------------------------
     def _live(self, snap) -> set:
-        key = (snap.base_manifest_list, snap.delta_manifest_list)
+        key = (snap.base_manifest_list, snap.delta_manifest_list, snap.index_manifest)
         got = self.entries_memo.get(key)
         if got is None:
             t = self.table
@@ -563,6 +566,7 @@ class UpkeepModel(RuleBasedStateMachine):
                 got |= {f"{mdir}/{m.file_name}" for m in t.manifest_io.read_list(lst)}
             for e in t.file_entries(snap):
                 got.add(t.data_file_path(codec.from_bytes(e.partition), e.bucket, e.file))
+            got |= index_paths(t, snap)
             self.entries_memo[key] = got
         return got
 
@@ -652,8 +656,19 @@ class NestedUpkeepModel(UpkeepModel):
                                           options={"bucket": "2", "tag.num-retained-max": str(PERIODIC_MAX)})
 
 
-@pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel, NestedUpkeepModel],
-                         ids=["string", "date-timestamp", "nested"])
+class DynamicBucketUpkeepModel(UpkeepModel):
+    """The string-partitioned table with dynamic buckets (`bucket = -1`): at most 4 keys per bucket, so that keys
+    spread over several buckets and each commit replaces some HASH index files; every snapshot and tag must keep
+    its index files (they are part of `_live`)."""
+
+    def _create_table(self) -> None:
+        self.table = make_table(self.dir, partitioned=True, buckets=-1,
+                                options={"tag.num-retained-max": str(PERIODIC_MAX),
+                                         "dynamic-bucket.target-row-num": "4"})
+
+
+@pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel, NestedUpkeepModel, DynamicBucketUpkeepModel],
+                         ids=["string", "date-timestamp", "nested", "dynamic-bucket"])
 def test_upkeep_model(machine, record_property):
     for k in COUNTS:
         COUNTS[k] = 0
@@ -661,9 +676,10 @@ def test_upkeep_model(machine, record_property):
     SECONDS.clear()
     randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
     # The runs are shared between the two tables: together they take about three minutes on two cores.
-    # The nested table is a table kind rather than another key layout: a fifth of the runs (at least one) suffice.
+    # The nested and dynamic-bucket tables are table kinds rather than other key layouts: a fifth of the runs (at
+    # least one) suffice.
     examples = {UpkeepModel: EXAMPLES // 2, TemporalUpkeepModel: EXAMPLES - EXAMPLES // 2,
-                NestedUpkeepModel: max(1, EXAMPLES // 5)}[machine]
+                NestedUpkeepModel: max(1, EXAMPLES // 5), DynamicBucketUpkeepModel: max(1, EXAMPLES // 5)}[machine]
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
         database=None, suppress_health_check=list(HealthCheck)))

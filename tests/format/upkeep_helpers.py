@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import os
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 
 from airflow_paimon.format import Catalog, Table
@@ -100,6 +102,15 @@ def live_data_paths(table: Table, snapshot) -> set[str]:
     return out
 
 
+def index_paths(table: Table, snapshot) -> set[str]:
+    """The index manifest of `snapshot` and the index files it lists (read with fastavro, not the library)."""
+    if not snapshot.index_manifest:
+        return set()
+    path = f"{table.path}/manifest/{snapshot.index_manifest}"
+    records = list(fastavro.reader(io.BytesIO(store_file(path))))
+    return {path} | {r["_EXTERNAL_PATH"] or f"{table.path}/index/{r['_FILE_NAME']}" for r in records}
+
+
 def metadata_paths(table: Table, snapshot) -> set[str]:
     mdir = f"{table.path}/manifest"
     out = set()
@@ -108,7 +119,7 @@ def metadata_paths(table: Table, snapshot) -> set[str]:
             out.add(f"{mdir}/{lst}")
             for m in table.manifest_io.read_list(lst):
                 out.add(f"{mdir}/{m.file_name}")
-    return out
+    return out | index_paths(table, snapshot)
 
 
 def referenced_names(table: Table) -> set[str]:
@@ -116,6 +127,7 @@ def referenced_names(table: Table) -> set[str]:
     names = set()
     snaps = [table.snapshot(i) for i in table.snapshot_manager.ids()] + [t.snapshot for t in table.tags.list()]
     for s in snaps:
+        names.update(p.rsplit("/", 1)[-1] for p in index_paths(table, s))
         for lst in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list):
             if not lst:
                 continue
@@ -129,12 +141,12 @@ def referenced_names(table: Table) -> set[str]:
 
 
 def judged_files(table: Table) -> set[str]:
-    """Files orphan cleanup judges: data files in bucket directories and files in manifest/."""
+    """Files orphan cleanup judges: data files in bucket directories and files in manifest/ and index/."""
     out = set()
     root = table.path
     for p in all_files(root):
         rel = os.path.relpath(p, root).split(os.sep)
-        if rel[0] == "manifest" or (len(rel) >= 2 and rel[-2].startswith("bucket-")):
+        if rel[0] in ("manifest", "index") or (len(rel) >= 2 and rel[-2].startswith("bucket-")):
             out.add(p)
     return out
 

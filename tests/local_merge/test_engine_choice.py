@@ -146,3 +146,32 @@ def test_a_merge_into_a_changelog_table_writes_the_producers_changelog(tmp_path,
         assert feed(merged) == feed(written) and ("update_preimage", 2, 2.0) in feed(merged)
     else:
         assert feed(merged) == [("insert", 9, 9.0), ("update_postimage", 2, 20.0)]
+
+
+def test_a_dynamic_bucket_table_merges_in_process_as_a_fixed_bucket_one(table, tmp_path):
+    """The MERGE reads each source key's target row from the bucket the HASH index gives it, and writes updates
+    there: one row per key, the same rows as on the fixed-bucket table."""
+    cat = Catalog(str(tmp_path / "wh"))
+    dynamic = cat.create_table("db.d", SCHEMA, primary_keys=["id"],
+                               options={"bucket": "-1", "dynamic-bucket.target-row-num": "4"})
+    dynamic.write(table.read())
+    clauses = [c.to_dict() for c in (matched_delete(condition="s.v > 60"), matched_update(set={"v": "s.v + t.v"}),
+                                     not_matched_insert(), not_matched_by_source_delete(condition="t.id < 2"))]
+    results = [merge_here_or_refuse(t, source(tmp_path, [5, 6, 7, 9, 20, 21, 22, 23]), clauses=clauses,
+                                    engine="local").result for t in (table, dynamic)]
+    assert results[0]["rows"] == results[1]["rows"] == {"inserted": 4, "updated": 2, "deleted": 4}
+    got = sorted(tuple(r.values()) for r in dynamic.read().to_pylist())
+    assert len({r[0] for r in got}) == len(got) and got == sorted(tuple(r.values()) for r in table.read().to_pylist())
+    buckets = {e.bucket for e in dynamic.file_entries(dynamic.latest_snapshot())}
+    assert buckets == {0, 1, 2, 3}, buckets   # 10 keys in 0..2 (4, 4, 2), the 4 new ones fill 2 and open 3
+
+
+def test_auto_refuses_a_dynamic_bucket_merge_it_cannot_run_here_as_spark_cannot_either(tmp_path):
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    dynamic = cat.create_table("db.d", SCHEMA, primary_keys=["id"], options={"bucket": "-1"})
+    dynamic.write(pa.table({"id": [1], "name": ["a"], "v": [1.0]}, schema=SCHEMA))
+    before = _walk(dynamic.path)
+    with pytest.raises(LocalMergeRefused, match="in process: .*budget; and Spark does not write dynamic-bucket"):
+        merge_here_or_refuse(dynamic, source(tmp_path, [1, 2]), memory_budget=1000)
+    assert _walk(dynamic.path) == before

@@ -15,6 +15,7 @@ from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert, normali
 
 from ..common import reapply_identifier
 from ..schema_map import spark_schema
+from ..tables.write import refuse_dynamic_bucket
 from .driver_upsert import upsert_small_local_source
 from .feed import (
     earlier_landing,
@@ -79,6 +80,7 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
     table = catalog.get_table(spec.target)
     if not table.is_primary_key:
         raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
+    refuse_dynamic_bucket(table, "MERGE into")
     user = spec.commit_user
     if is_change_feed(spec.source):
         return _merge_feed(spark, spec, catalog, table, started)

@@ -25,7 +25,7 @@ from airflow_paimon.format import CommitMessage, Snapshot, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import LATEST, CommitId, Transaction
 from airflow_paimon.format.deletion_vectors_write import DeletionVectorWriter
-from airflow_paimon.format.errors import InvalidDataError, PaimonError
+from airflow_paimon.format.errors import InvalidDataError, PaimonError, UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, last_of_each_key
 from airflow_paimon.format.versions import kinds_to_write, version_sort_indices
 from airflow_paimon.format.write import TableWrite
@@ -36,7 +36,7 @@ from .buckets import BUCKET_COLUMN, assign_buckets, bucket_key_schema, by_bucket
 from .changelog import BucketChangelog, before_columns
 from .task_errors import DUPLICATE_MARKER, task_errors
 
-__all__ = ["KIND_COLUMN", "KIND_CODES", "WriteResult", "write_changes"]
+__all__ = ["KIND_COLUMN", "KIND_CODES", "WriteResult", "refuse_dynamic_bucket", "write_changes"]
 
 KIND_COLUMN = "_VALUE_KIND"      # +I / -U / +U / -D (strings) or their byte codes 0..3
 KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
@@ -167,6 +167,16 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
     return write_task
 
 
+def refuse_dynamic_bucket(table: Table, action: str) -> None:
+    """Spark tasks bucket rows by their key's hash alone; a dynamic-bucket table's buckets come from its HASH
+    index, which only the format library's own writer (one process) keeps."""
+    if table.is_dynamic_bucket:
+        raise UnsupportedTableError(
+            f"cannot {action} {table.identifier} on Spark: it is a dynamic-bucket primary-key table (bucket = -1), "
+            "whose keys' buckets the HASH index keeps; write it with the format library (Table.write/delete) or "
+            "run the MERGE in process (engine='local')")
+
+
 def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_column: str | None = KIND_COLUMN,
                   commit_user: str | None = None, commit_identifier: int | None = None,
                   base_snapshot: Any = LATEST, duplicates: str = "error", bucket_column: str | None = None,
@@ -197,6 +207,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     """
     if duplicates not in ("error", "last"):
         raise ValueError("duplicates must be 'error' or 'last'")
+    refuse_dynamic_bucket(table, "write to")
     tx = transaction
     if tx is None:
         tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,
