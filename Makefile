@@ -27,8 +27,11 @@ demo: $(STAMP)
 airflow: $(STAMP)
 	$(BIN)/python scripts/demo.py standalone
 
+# Spread over the machine's cores, a test module to a worker (module fixtures, such as a started server, are made
+# once); much of the suite waits on other processes (spark-submit, Airflow services, pypaimon's interpreter), and
+# tests/conftest.py starts the slowest kinds first.
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
 
 # The quick subset: no Spark, Airflow, pypaimon, end-to-end tests, site build, nor tests that start other programs
 # (ruff, mypy, fresh interpreters); the model tests (tests/format/test_model.py,

@@ -1,0 +1,15 @@
+"""Order of the whole suite: the slowest kinds of test first.
+
+`make test` spreads test modules over the machine's cores; started first, the few long tests (end-to-end runs,
+the Spark cluster, the object-store races, the benchmarks) run beside the many short ones instead of one of them
+running alone at the end. Tests of one module keep their order."""
+
+from __future__ import annotations
+
+import pytest
+
+SLOWEST_FIRST = ("e2e", "cluster", "objectstore", "bench")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: ARG001
+    items.sort(key=lambda item: 0 if any(item.get_closest_marker(m) for m in SLOWEST_FIRST) else 1)
