@@ -39,9 +39,11 @@ test: $(STAMP)
 # fifth of their examples (tests/sizes.py); `make test` runs them all in full.
 # Spread over the machine's cores; tests/airflow, tests/e2e and tests/interop hold only tests of the excluded
 # kinds, so they are not even imported (collecting them imports Airflow).
+# pytest keeps its rewritten test modules in __pycache__ (also where the environment sets PYTHONDONTWRITEBYTECODE),
+# so a second run does not parse every test module again.
 # Extra pytest arguments: make test-fast PYTEST_ARGS="--durations=15".
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 PAIMON_TEST_SIZE=fast $(BIN)/python -m pytest -n auto \
+	PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONDONTWRITEBYTECODE= PAIMON_MODEL_EXAMPLES=2 PAIMON_MODEL_STEPS=12 PAIMON_TEST_SIZE=fast $(BIN)/python -m pytest -n auto \
 		-m "not spark and not airflow and not interop and not e2e and not bench and not docs and not objectstore and not cluster and not subprocess" \
 		--ignore=tests/airflow --ignore=tests/e2e --ignore=tests/interop --ignore=tests/objectstore --ignore=tests/cluster \
 		$(PYTEST_ARGS)
