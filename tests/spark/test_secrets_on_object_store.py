@@ -39,7 +39,7 @@ from airflow.sdk import DAG
 from airflow_paimon.operators.maintenance import CompactOperator
 
 with DAG("secret_check", schedule=None, start_date=pendulum.datetime(2026, 11, 1, tz="UTC"), catchup=False):
-    CompactOperator(task_id="compact", table="db.orders", ship_package=False,
+    CompactOperator(task_id="compact", table="db.orders", engine="spark", ship_package=False,
                     conf={"spark.ui.enabled": "true", "spark.ui.port": os.environ["SECRET_CHECK_UI_PORT"],
                           "spark.port.maxRetries": "0", "spark.eventLog.enabled": "true",
                           "spark.eventLog.dir": os.environ["SECRET_CHECK_EVENT_LOG"],
