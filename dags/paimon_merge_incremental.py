@@ -15,8 +15,8 @@ day as scheduled ones):
    nothing (``no_changes``);
 3. ``tag_day``: tag ``D`` on the merge's snapshot, so the tag holds the table as of the end of day D's merge
    (for a day without changes, the table as it stood);
-4. on Sundays, ``compact`` (full compaction on Spark) and ``remove_orphan_files`` (files older than 3 days that
-   nothing references, e.g. left by killed jobs);
+4. on Sundays, ``compact`` (full compaction: in the worker when it fits its memory budget, on Spark otherwise)
+   and ``remove_orphan_files`` (files older than 3 days that nothing references, e.g. left by killed jobs);
 5. ``expire_snapshots`` by the table's retention options (tags keep what they need).
 
 Backfill-safe: the merge of day D is identified by (dag, task, D), the tag of day D names its snapshot, and a
