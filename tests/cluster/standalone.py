@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import pyspark
 SPARK_HOME = Path(pyspark.__file__).parent
 SPARK_CLASS = Path(sys.executable).parent / "spark-class"
 START_TIMEOUT = 120.0
+WEBUI_BOUND = re.compile(r"MasterWebUI\b.*?started at (http://\S+)")
 
 
 def free_port() -> int:
@@ -78,8 +80,15 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def master_state(self) -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=5) as r:
+        with urllib.request.urlopen(f"{self._webui_url()}/json/", timeout=5) as r:
             return json.loads(r.read())
+
+    def _webui_url(self) -> str:
+        """Where the master's web UI really listens: a port taken between choosing and binding it makes Spark bind
+        the next one, and the chosen port may then answer with another program's page."""
+        log = self.root / "logs" / "master.log"
+        found = WEBUI_BOUND.search(log.read_text(errors="replace")) if log.exists() else None
+        return found.group(1).rstrip("/.") if found else f"http://127.0.0.1:{self.webui_port}"
 
     def start(self, workers: int = 2, cores: int = 1, memory: str = "1g") -> StandaloneCluster:
         log = self.root / "logs"
@@ -116,7 +125,7 @@ class StandaloneCluster:
                     raise RuntimeError(f"a Spark process exited ({p.returncode}): see {self.root / 'logs'}")
             try:
                 alive = [w for w in self.master_state()["workers"] if w["state"] == "ALIVE"]
-            except OSError:
+            except (OSError, ValueError):   # not up yet, or another program's page before the master logs its port
                 alive = []
             if len(alive) >= count:
                 return
