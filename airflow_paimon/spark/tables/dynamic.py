@@ -25,6 +25,7 @@ from airflow_paimon.format import CommitMessage, Snapshot, Table
 from airflow_paimon.format.deletion_vectors_index import IndexEntry
 from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner, KnownBuckets
 from airflow_paimon.format.errors import InvalidDataError, PaimonError
+from airflow_paimon.format.kernels import check_unique_keys
 from airflow_paimon.format.versions import kinds_to_write
 
 from ..schema_map import cast_to, exchange_schema, to_exchange
@@ -49,13 +50,13 @@ class DynamicAssignment:
 
 
 def assign_on_driver(table: Table, rows: DataFrame, base: Snapshot | None, kind_column: str | None,
-                     kinds_given: bool) -> DynamicAssignment:
+                     kinds_given: bool, duplicates: str, what: str) -> DynamicAssignment:
     """Assign buckets to the keys of `rows` (the table's columns as the write prepared them, and `kind_column`
     when `kinds_given`) against `base`'s HASH index, and write the index files of the buckets that grew.
 
     The rows a write drops (retractions a table with ``ignore-delete``/``ignore-update-before`` ignores) add no
-    hash, as in the library's own writer. Keys that cannot be written (a null primary key, an unknown kind) are
-    refused here, before any index file is written."""
+    hash, as in the library's own writer. Keys that cannot be written (a null primary key, an unknown kind, a key
+    twice with ``duplicates="error"``) are refused here, before any index file is written."""
     key_schema = dynamic_key_schema(table)
     options = table.core_options
     columns = list(key_schema.names)
@@ -76,6 +77,12 @@ def assign_on_driver(table: Table, rows: DataFrame, base: Snapshot | None, kind_
         if data.column(k).null_count:
             raise InvalidDataError(f"primary-key column {k!r} is null in {data.column(k).null_count} row(s)")
     keys = cast_to(data, key_schema)
+    if duplicates == "error":
+        def message(key: str, extra: int) -> str:
+            return (f"{what} has {extra} more row(s) than distinct primary keys (first "
+                    f"duplicate: {key}); each key may appear once. Nothing was committed.")
+
+        check_unique_keys(keys, key_schema.names, message, shown=table.primary_keys)
     assigner = DynamicBucketAssigner(table, base)
     buckets = assigner.assign_rows(keys)
     return DynamicAssignment(KnownBuckets(table, keys, buckets), dict(assigner.index_files()))

@@ -251,7 +251,7 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         selected = selected.persist()
         try:
             with task_errors():
-                dynamic = assign_on_driver(table, selected, base, "__kind", kinds_given)
+                dynamic = assign_on_driver(table, selected, base, "__kind", kinds_given, duplicates, what)
         except BaseException:
             selected.unpersist()
             raise
