@@ -27,9 +27,10 @@ from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, IndexEntry,
 from airflow_paimon.format.hash_index import HASH_INDEX
 from airflow_paimon.local_merge.engine import merge_in_process
 from airflow_paimon.merge import matched_delete, matched_update, not_matched_insert
+from airflow_paimon.spark.compact_app import run_compaction
 
 from .test_deletion_vectors import raw_rows
-from .upkeep_helpers import tree_digest
+from .upkeep_helpers import FUTURE, tree_digest
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -144,4 +145,20 @@ def test_an_append_table_with_deletion_vectors_is_not_written_or_compacted_here(
         t.write(rows([50], "x"))
     with pytest.raises(UnsupportedTableError, match=message):
         t.maintenance.compact()
+    with pytest.raises(UnsupportedTableError, match=message):
+        # The Spark compaction refuses it before it needs a session.
+        run_compaction(None, {"target": "db.t", "warehouse": str(tmp_path / "wh")})
     assert tree_digest(t.path) == before
+
+
+def test_upkeep_keeps_the_index_files_of_an_append_table(append_dv):
+    t = append_dv
+    expected = sorted((r["id"], r["v"]) for r in t.read().to_pylist())
+    live = {e.file_name for e in read_index_manifest(t, t.latest_snapshot().index_manifest)}
+    orphan = f"{index_directory(t, t.partition_codec.to_bytes(()), 0)}/index-orphan-0"
+    t.io.write_bytes(orphan, b"\x01")
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
+    t.maintenance.remove_orphan_files(older_than=FUTURE)
+    assert not t.io.exists(orphan)
+    assert {e.file_name for e in read_index_manifest(t, t.latest_snapshot().index_manifest)} == live
+    assert sorted((r["id"], r["v"]) for r in t.read().to_pylist()) == expected
