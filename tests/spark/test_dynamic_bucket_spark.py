@@ -255,3 +255,27 @@ def test_a_spark_merge_matches_the_in_process_merge(spark, warehouse, tmp_path, 
         assert all(e.file.level > 0 for e in table.file_entries(snap))
         live = [i for part in table.read(columns=["id"]).column("id").chunks for i in part.to_pylist()]
         assert len(live) == len(set(live)) == len(table_rows(cat, "db.local"))
+
+
+def test_write_changes_with_row_kinds_buckets_as_the_library_writes(spark, warehouse):
+    """Updates, deletes (of a known and of an unknown key: its hash joins the index, as in Paimon) and inserts
+    written by `write_changes` land where the library's own write of the same changes puts them."""
+    from airflow_paimon.spark.tables import write_changes
+
+    cat = warehouse
+    make_target(cat, bucket=-1, options=DYNAMIC, rows=[row(i) for i in range(8)])
+    make_target(cat, "db.lib", bucket=-1, options=DYNAMIC, rows=[row(i) for i in range(8)])
+    changes = [(1, "+U"), (3, "-D"), (50, "-D"), (9, "+I"), (10, "+I"), (11, "+I"), (7, "+U")]
+    data = pa.Table.from_pylist([row(i, 1) for i, _ in changes], schema=SCHEMA)
+    kinds = [k for _, k in changes]
+    df = spark.createDataFrame(data.append_column("_VALUE_KIND", pa.array(kinds)).to_pandas())
+    res = write_changes(spark, cat.get_table("db.t"), df, num_tasks=3)
+    assert res.rows == {"inserted": 3, "updated": 2, "deleted": 2}
+    library = cat.get_table("db.lib")
+    codes = {"+I": 0, "+U": 2, "-D": 3}
+    library.transaction().commit(library.new_write().write(data, pa.array([codes[k] for k in kinds], pa.int8())))
+    table = cat.get_table("db.t")
+    check(cat, table_rows(cat, "db.lib"))
+    assert check_index_matches_data(table) == key_buckets(cat.get_table("db.lib"))
+    assert index_hashes(table) == index_hashes(cat.get_table("db.lib"))
+    assert ((), 50) in key_buckets(table)
