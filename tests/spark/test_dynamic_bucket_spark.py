@@ -21,11 +21,19 @@ from airflow_paimon.format.hash_index import HASH_INDEX, read_hashes
 from airflow_paimon.merge import matched_delete, matched_update, not_matched_by_source_delete, not_matched_insert
 
 from .reference import clause, merge_rows
-from .test_merge import COLUMNS, SCHEMA, both_paths, check, make_target, merge, row, table_rows, write_source
+from .test_merge import (
+    COLUMNS,
+    SCHEMA,
+    both_paths,  # noqa: F401  (the fixture running a test through both merge paths)
+    check,
+    make_target,
+    merge,
+    row,
+    table_rows,
+    write_source,
+)
 
 pytestmark = pytest.mark.spark
-
-__all__ = ["both_paths"]   # the fixture, imported for its use here
 
 TARGET = 5
 DYNAMIC = {"dynamic-bucket.target-row-num": str(TARGET)}
@@ -64,7 +72,8 @@ def check_index_matches_data(table) -> dict[tuple, set[int]]:
     return buckets
 
 
-def test_a_spark_upsert_buckets_keys_as_the_library_writes_them(spark, warehouse, tmp_path, both_paths):
+@pytest.mark.usefixtures("both_paths")
+def test_a_spark_upsert_buckets_keys_as_the_library_writes_them(spark, warehouse, tmp_path):
     cat = warehouse
     history = [row(i) for i in range(40)]
     make_target(cat, partitioned=True, bucket=-1, options=DYNAMIC, rows=history)
@@ -84,7 +93,8 @@ def test_a_spark_upsert_buckets_keys_as_the_library_writes_them(spark, warehouse
     assert len({b for (b,) in buckets.values()}) > 3, "new keys opened no bucket: the test would prove little"
 
 
-def test_a_conditional_spark_merge_keeps_one_row_per_key_in_its_bucket(spark, warehouse, tmp_path, both_paths):
+@pytest.mark.usefixtures("both_paths")
+def test_a_conditional_spark_merge_keeps_one_row_per_key_in_its_bucket(spark, warehouse, tmp_path):
     cat = warehouse
     make_target(cat, partitioned=True, bucket=-1, options=DYNAMIC, rows=[row(i) for i in range(60)])
     table = cat.get_table("db.t")
@@ -220,9 +230,10 @@ def test_spark_merges_into_a_table_pypaimon_wrote_and_pypaimon_reads_one_row_per
     assert run_pypaimon(READ_WRITE_READ, {"warehouse": wh, "rows": theirs}) == {"before": expected, "after": final}
 
 
+@pytest.mark.usefixtures("both_paths")
 @pytest.mark.parametrize("options", [{"deletion-vectors.enabled": "true"}, {"changelog-producer": "lookup"}],
                          ids=["deletion-vectors", "lookup-changelog"])
-def test_a_spark_merge_matches_the_in_process_merge(spark, warehouse, tmp_path, both_paths, options):
+def test_a_spark_merge_matches_the_in_process_merge(spark, warehouse, tmp_path, options):
     """The same MERGE on Spark and in process, into two copies of a dynamic-bucket table: same rows, same changes
     (a lookup changelog's before-images come from the buckets the index gives), and on a deletion-vector table one
     live row per key above level 0."""
