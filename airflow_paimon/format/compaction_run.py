@@ -64,7 +64,9 @@ def begin_compaction(table: "Table", *, commit_user: str | None = None, commit_i
     """Open the COMPACT transaction and plan the buckets to compact against its base snapshot.
 
     The transaction declares the table's changelog producer: compacting a lookup or full-compaction table writes
-    the changelog of what it merges (compact.py), and the commit lists it."""
+    the changelog of what it merges (compact.py), and the commit lists it. A table the library does not write is
+    refused here, before any task of an engine starts."""
+    table.require_writable()
     tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind="COMPACT",
                            commit_user=commit_user, changelog=table.core_options.changelog_producer)
     result: dict[str, Any] = {"target": table.identifier, "commit_user": commit_user,

@@ -158,16 +158,22 @@ def index_file_path(table: "Table", entry: IndexEntry) -> str:
 
 
 class DeletionVectors:
-    """The deletion vectors of one snapshot, read per bucket when first asked for."""
+    """The deletion vectors of one snapshot, read per bucket when first asked for.
+
+    A primary-key or bucketed append table has one index file per bucket; an unaware-bucket append table (Paimon's
+    AppendDeleteFileMaintainer) may have several per partition, all of bucket 0, each holding the vectors of some
+    of its data files: every one of them counts."""
 
     def __init__(self, table: "Table", index_manifest: str | None):
         self.table = table
         self.index_manifest = index_manifest
         self.entries: dict[tuple[bytes, int], IndexEntry] = {}
+        self._all: dict[tuple[bytes, int], list[IndexEntry]] = {}
         if index_manifest:
             for e in read_index_manifest(table, index_manifest):
                 if e.index_type == INDEX_TYPE:
                     self.entries[(e.partition, e.bucket)] = e
+                    self._all.setdefault((e.partition, e.bucket), []).append(e)
         self._read: dict[tuple[bytes, int], dict[str, np.ndarray]] = {}
 
     @classmethod
@@ -175,6 +181,7 @@ class DeletionVectors:
         return cls(table, snapshot.index_manifest if snapshot is not None else None)
 
     def entry(self, partition: bytes, bucket: int) -> IndexEntry | None:
+        """The bucket's index file (the last one listed, where a writer keeps one per bucket)."""
         return self.entries.get((partition, bucket))
 
     def bucket(self, partition: bytes, bucket: int) -> dict[str, np.ndarray]:
@@ -182,11 +189,13 @@ class DeletionVectors:
         key = (partition, bucket)
         got = self._read.get(key)
         if got is None:
-            e = self.entries.get(key)
-            got = {} if e is None else read_vectors(self.table.io, index_file_path(self.table, e), e.ranges)
+            got = {}
+            for e in self._all.get(key, []):
+                got.update(read_vectors(self.table.io, index_file_path(self.table, e), e.ranges))
             self._read[key] = got
         return got
 
-    def ranges(self, partition: bytes, bucket: int) -> dict[str, VectorRange]:
-        e = self.entries.get((partition, bucket))
-        return {} if e is None else e.ranges
+    def deletion_files(self, partition: bytes, bucket: int, names: set[str]) -> dict[str, list]:
+        """Data file name -> [index file path, offset, length] of the vector of each of `names` that has one."""
+        return {name: [index_file_path(self.table, e), r.offset, r.length]
+                for e in self._all.get((partition, bucket), []) for name, r in e.ranges.items() if name in names}

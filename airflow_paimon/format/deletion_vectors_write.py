@@ -28,7 +28,7 @@ import pyarrow as pa
 from .compact import max_level
 from .data_file import write_kv_file
 from .deletion_vectors import write_vectors
-from .deletion_vectors_index import DeletionVectors, IndexEntry, index_directory, index_file_path
+from .deletion_vectors_index import DeletionVectors, IndexEntry, index_directory
 from .evolution import file_columns, read_data_file
 from .key_reads import may_hold_keys, positions_of_keys
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
@@ -58,12 +58,7 @@ class DeletionVectorWriter:
                          [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
 
     def _read(self, partition: tuple, pbytes: bytes, bucket: int, files: list[DataFileMeta]) -> list[pa.Table]:
-        vectors = self.vectors.bucket(pbytes, bucket)
-        entry = self.vectors.entry(pbytes, bucket)
-        path = index_file_path(self.table, entry) if entry is not None else ""
-        ranges = self.vectors.ranges(pbytes, bucket)
-        deletion_files = {f.file_name: [path, ranges[f.file_name].offset, ranges[f.file_name].length]
-                          for f in files if f.file_name in vectors}
+        deletion_files = self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
         split = Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
         schema = self._file_schema()
         return read_files(self.table, split, schema.names, schema)

@@ -41,14 +41,76 @@ class PartitionHashIndex:
     existing: dict[int, np.ndarray]
     added: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
-    def lookup(self) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted hashes, their buckets) of every bucket."""
-        if not self.existing:
+    def lookup(self, with_added: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted hashes, their buckets) of every bucket (with the hashes this write added: `with_added`)."""
+        parts = [(b, h) for b, h in self.existing.items()]
+        if with_added:
+            parts += [(b, h) for b, added in self.added.items() for h in added]
+        if not parts:
             return np.empty(0, np.int32), np.empty(0, np.int32)
-        hashes = np.concatenate(list(self.existing.values()))
-        buckets = np.concatenate([np.full(len(h), b, np.int32) for b, h in self.existing.items()])
+        hashes = np.concatenate([h for _, h in parts])
+        buckets = np.concatenate([np.full(len(h), b, np.int32) for b, h in parts])
         order = np.argsort(hashes, kind="stable")
         return hashes[order], buckets[order]
+
+
+def key_hashes(table: "Table", data: pa.Table) -> np.ndarray:
+    """The hash of each row's primary key without the partition keys: what the HASH index holds."""
+    return hash_codes(data.select(table.schema().trimmed_primary_keys))
+
+
+def partition_rows(table: "Table", data: pa.Table) -> list[tuple[bytes, np.ndarray]]:
+    """(serialised partition, indices of its rows) of each partition `data` holds (partition columns typed as
+    the table's)."""
+    pkeys = table.schema().partition_keys
+    if not pkeys:
+        return [(table.partition_codec.to_bytes(()), np.arange(data.num_rows))]
+    parts = data.select(pkeys)
+    codes = np.zeros(data.num_rows, np.int64)
+    for column in parts.columns:
+        # The stubs type dictionary_encode as returning its argument's type; it returns a dictionary array.
+        enc = cast(pa.DictionaryArray, pc.dictionary_encode(column).combine_chunks())
+        codes = codes * (len(enc.dictionary) + 1) + enc.indices.fill_null(len(enc.dictionary)).to_numpy(
+            zero_copy_only=False)
+    out = []
+    for code in np.unique(codes).tolist():
+        rows = np.flatnonzero(codes == code)
+        values = tuple(c[int(rows[0])].as_py() for c in parts.columns)
+        out.append((table.partition_codec.to_bytes(values), rows))
+    return out
+
+
+def find_buckets(known: np.ndarray, buckets: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """The bucket of each hash among `known` (sorted) with its `buckets`; -1 where it is not there."""
+    out = np.full(len(hashes), -1, np.int32)
+    pos = np.searchsorted(known, hashes)
+    found = pos < len(known)
+    found[found] = known[pos[found]] == hashes[found]
+    out[found] = buckets[pos[found]]
+    return out
+
+
+class KnownBuckets:
+    """The buckets a write assigned to its keys, by (partition, key hash): small enough to ship to the tasks of
+    another process, which then bucket the same rows exactly as the one sequential assignment did."""
+
+    def __init__(self, table: "Table", keys: pa.Table, buckets: np.ndarray):
+        self.table = table
+        hashes = key_hashes(table, keys)
+        self._lookup: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        for partition, rows in partition_rows(table, keys):
+            unique, first = np.unique(hashes[rows], return_index=True)
+            self._lookup[partition] = (unique, buckets[rows][first])
+
+    def buckets(self, data: pa.Table) -> np.ndarray:
+        """The bucket of each row of `data` (partition and primary-key columns typed as the table's); -1 for a
+        key the write did not assign."""
+        hashes = key_hashes(self.table, data)
+        out = np.full(data.num_rows, -1, np.int32)
+        empty = (np.empty(0, np.int32), np.empty(0, np.int32))
+        for partition, rows in partition_rows(self.table, data):
+            out[rows] = find_buckets(*self._lookup.get(partition, empty), hashes[rows])
+        return out
 
 
 class DynamicBucketAssigner:
@@ -65,6 +127,8 @@ class DynamicBucketAssigner:
             if e.index_type == HASH_INDEX:
                 self._files.setdefault(e.partition, {})[e.bucket] = e
         self._partitions: dict[bytes, PartitionHashIndex] = {}
+        # Sorted lookups of lookup_rows, kept across calls (a Spark task looks up batch after batch).
+        self._sorted: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def _index(self, partition: bytes) -> PartitionHashIndex:
         got = self._partitions.get(partition)
@@ -77,35 +141,29 @@ class DynamicBucketAssigner:
     def assign_rows(self, data: pa.Table) -> np.ndarray:
         """The bucket of each row of `data` (it holds the partition and primary-key columns, typed as the
         table's): per partition, as the HASH index assigns its key hash."""
-        schema = self.table.schema()
-        hashes = hash_codes(data.select(schema.trimmed_primary_keys))
+        hashes = key_hashes(self.table, data)
         out = np.empty(data.num_rows, np.int32)
-        if not schema.partition_keys:
-            out[:] = self.assign(self.table.partition_codec.to_bytes(()), hashes)
-            return out
-        parts = data.select(schema.partition_keys)
-        codes = np.zeros(data.num_rows, np.int64)
-        for column in parts.columns:
-            # The stubs type dictionary_encode as returning its argument's type; it returns a dictionary array.
-            enc = cast(pa.DictionaryArray, pc.dictionary_encode(column).combine_chunks())
-            codes = codes * (len(enc.dictionary) + 1) + enc.indices.fill_null(len(enc.dictionary)).to_numpy(
-                zero_copy_only=False)
-        for code in np.unique(codes).tolist():
-            rows = np.flatnonzero(codes == code)
-            values = tuple(c[int(rows[0])].as_py() for c in parts.columns)
-            out[rows] = self.assign(self.table.partition_codec.to_bytes(values), hashes[rows])
+        for partition, rows in partition_rows(self.table, data):
+            out[rows] = self.assign(partition, hashes[rows])
+        return out
+
+    def lookup_rows(self, data: pa.Table) -> np.ndarray:
+        """The bucket the snapshot's HASH index (and this assigner's assignments) gives each row's key; -1 for a
+        key no bucket of its partition holds, which then has no row in the table. Places nothing."""
+        hashes = key_hashes(self.table, data)
+        out = np.empty(data.num_rows, np.int32)
+        for partition, rows in partition_rows(self.table, data):
+            found = self._sorted.get(partition)
+            if found is None:
+                found = self._sorted[partition] = self._index(partition).lookup(with_added=True)
+            out[rows] = find_buckets(*found, hashes[rows])
         return out
 
     def assign(self, partition: bytes, hashes: np.ndarray) -> np.ndarray:
         """The bucket of each row (by its key hash) in `partition`; new hashes are recorded for `index_files`."""
         index = self._index(partition)
-        known, known_buckets = index.lookup()
-        out = np.empty(len(hashes), np.int32)
-        pos = np.searchsorted(known, hashes)
-        found = pos < len(known)
-        found[found] = known[pos[found]] == hashes[found]
-        out[found] = known_buckets[pos[found]]
-        new = ~found
+        out = find_buckets(*index.lookup(with_added=True), hashes)
+        new = out < 0
         if new.any():
             # New hashes in the order they first come, as Paimon's assigner sees records.
             uniq, first, inverse = np.unique(hashes[new], return_index=True, return_inverse=True)
@@ -115,6 +173,7 @@ class DynamicBucketAssigner:
             out[new] = placed[inverse]
             for b in np.unique(placed).tolist():
                 index.added.setdefault(b, []).append(uniq[placed == b])
+            self._sorted.pop(partition, None)
         return out
 
     def _place(self, index: PartitionHashIndex, n: int) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from .binary_row import deserialize_row
-from .deletion_vectors_index import DeletionVectors, index_file_path
+from .deletion_vectors_index import DeletionVectors
 from .evolution import monotonic_cast
 from .manifest import DataFileMeta, ManifestEntry, SimpleStats
 from .schema import TableSchema
@@ -111,13 +111,7 @@ def attach_deletion_files(table: "Table", splits: list[Split], snapshot: Snapsho
     """Give each split the vectors of its files in `snapshot` (none: an empty map)."""
     vectors = DeletionVectors.of(table, snapshot)
     for s in splits:
-        entry = vectors.entry(s.partition_bytes, s.bucket)
-        s.deletion_files = {}
-        if entry is None:
-            continue
-        path = index_file_path(table, entry)
-        names = {f.file_name for f in s.files}
-        s.deletion_files = {name: [path, r.offset, r.length] for name, r in entry.ranges.items() if name in names}
+        s.deletion_files = vectors.deletion_files(s.partition_bytes, s.bucket, {f.file_name for f in s.files})
 
 
 class ScanPlanner:

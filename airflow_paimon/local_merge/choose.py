@@ -42,10 +42,6 @@ def merge_here_or_refuse(table: Table, source: Any, *, source_format: str | None
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
 
     def refuse(reason: str) -> Decision:
-        if table.is_dynamic_bucket:
-            raise LocalMergeRefused(f"cannot run this MERGE into {table.identifier} in process: {reason}; and Spark "
-                                    "does not write dynamic-bucket tables (bucket = -1): make the MERGE fit in "
-                                    "process (local Parquet source, a larger memory budget)")
         if engine == "local":
             raise LocalMergeRefused(f"engine='local' cannot run this MERGE into {table.identifier}: {reason}; "
                                     "use engine='spark' (or 'auto', which chooses Spark)")

@@ -16,6 +16,7 @@ import pytest
 
 from airflow_paimon.format import Catalog
 from airflow_paimon.format.deletion_vectors import decode_vector
+from airflow_paimon.format.deletion_vectors_index import read_index_manifest
 
 from .pypaimon_env import run_pypaimon
 
@@ -97,3 +98,58 @@ def test_pypaimon_reads_our_deletion_vectors_without_merging(tmp_path):
     assert compacted["rows"] == expected and compacted["vectors"] == 0
     assert ours(table) == expected
     assert np.all([e.file.level > 0 for e in table.file_entries(table.latest_snapshot())])
+
+
+CREATE_DYNAMIC = """
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+cat = CatalogFactory.create({"warehouse": ARGS["warehouse"]})
+cat.create_database("db", True)
+schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),
+                    pa.field("v", pa.int64())])
+cat.create_table("db.t", Schema.from_pyarrow_schema(schema, partition_keys=["p"], primary_keys=["p", "id"],
+                 options={"bucket": "-1", "deletion-vectors.enabled": "true",
+                          "dynamic-bucket.target-row-num": "4"}), False)
+t = cat.get_table("db.t")
+wb = t.new_batch_write_builder()
+w, c = wb.new_write(), wb.new_commit()
+ids = ARGS["ids"]
+w.write_arrow(pa.table({"id": pa.array(ids, pa.int64()), "p": ["a"] * len(ids),
+                        "v": pa.array([1] * len(ids), pa.int64())}, schema=schema))
+c.commit(w.prepare_commit())
+w.close(); c.close()
+print(json.dumps(None))
+"""
+
+
+def test_our_writes_to_a_dynamic_bucket_deletion_vector_table_pypaimon_wrote_read_one_row_per_key(tmp_path):
+    """pypaimon creates and fills a dynamic-bucket table with deletion vectors (its rows wait at level 0); we
+    update, delete, merge and compact it, and pypaimon reads one row per key without merging."""
+    from airflow_paimon.format.hash_index import HASH_INDEX
+    from airflow_paimon.local_merge.engine import merge_in_process
+    from airflow_paimon.merge import matched_update, not_matched_insert
+
+    wh = str(tmp_path / "wh")
+    run_pypaimon(CREATE_DYNAMIC, {"warehouse": wh, "ids": list(range(12))})
+    table = Catalog(wh).get_table("db.t")
+    hashes = [e for e in read_index_manifest(table, table.latest_snapshot().index_manifest)
+              if e.index_type == HASH_INDEX]
+    assert len(hashes) == 3, "pypaimon's HASH index should spread 12 keys over 3 buckets of 4"
+
+    def batch(ids, v):
+        return pa.table({"id": pa.array(list(ids), pa.int64()), "p": ["a"] * len(ids),
+                         "v": pa.array([v] * len(ids), pa.int64())})
+
+    table.write(batch([1, 5, 9, 12, 13], 2))
+    table.delete(pa.table({"id": pa.array([2, 13], pa.int64()), "p": ["a", "a"]}))
+    merge_in_process(table, batch([3, 7, 20], 3), [c.to_dict() for c in (matched_update(), not_matched_insert())])
+    model = {i: 1 for i in range(12)} | {1: 2, 5: 2, 9: 2, 12: 2} | {3: 3, 7: 3, 20: 3}
+    model.pop(2)
+    expected = sorted([i, "a", v] for i, v in model.items())
+    after = run_pypaimon(READ, {"warehouse": wh})
+    assert after["rows"] == expected
+    assert all(after["raw"]) and 0 not in after["levels"] and after["vectors"] > 0
+    assert ours(table) == expected
+    table.maintenance.compact()
+    compacted = run_pypaimon(READ, {"warehouse": wh})
+    assert compacted["rows"] == expected and compacted["vectors"] == 0

@@ -166,12 +166,14 @@ def test_a_dynamic_bucket_table_merges_in_process_as_a_fixed_bucket_one(table, t
     assert buckets == {0, 1, 2, 3}, buckets   # 10 keys in 0..2 (4, 4, 2), the 4 new ones fill 2 and open 3
 
 
-def test_auto_refuses_a_dynamic_bucket_merge_it_cannot_run_here_as_spark_cannot_either(tmp_path):
+def test_auto_hands_a_dynamic_bucket_merge_it_cannot_run_here_to_spark(tmp_path):
     cat = Catalog(str(tmp_path / "wh"))
     cat.create_database("db")
     dynamic = cat.create_table("db.d", SCHEMA, primary_keys=["id"], options={"bucket": "-1"})
     dynamic.write(pa.table({"id": [1], "name": ["a"], "v": [1.0]}, schema=SCHEMA))
     before = _walk(dynamic.path)
-    with pytest.raises(LocalMergeRefused, match="in process: .*budget; and Spark does not write dynamic-bucket"):
-        merge_here_or_refuse(dynamic, source(tmp_path, [1, 2]), memory_budget=1000)
+    decision = merge_here_or_refuse(dynamic, source(tmp_path, [1, 2]), memory_budget=1000)
+    assert decision.result is None and "budget" in decision.reason
+    with pytest.raises(LocalMergeRefused, match="engine='local' cannot run this MERGE into db.d: .*budget"):
+        merge_here_or_refuse(dynamic, source(tmp_path, [1, 2]), memory_budget=1000, engine="local")
     assert _walk(dynamic.path) == before

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.format import Catalog, InvalidValueError, UnsupportedTableError
+from airflow_paimon.format import Catalog, InvalidValueError
 from airflow_paimon.spark.common import load_spec
-from airflow_paimon.spark.merge.run import merge_into
 from airflow_paimon.spark.merge.spec import MergeSpec
 from airflow_paimon.spark.merge_app import FLAGS as MERGE_FLAGS
 from airflow_paimon.spark.orphans_app import run_remove_orphans
@@ -49,19 +48,3 @@ def test_orphan_application_refuses_bad_arguments_before_spark_runs(tmp_path, ex
     spec = {"target": "db.t", "warehouse": str(tmp_path), **extra}
     with pytest.raises(InvalidValueError, match=match):
         run_remove_orphans(None, spec)  # no session: the arguments are refused before it is needed
-
-
-def test_merge_application_refuses_a_dynamic_bucket_target_before_spark_runs(tmp_path):
-    catalog = Catalog(str(tmp_path))
-    catalog.create_database("db")
-    t = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]), primary_keys=["id"],
-                             options={"bucket": "-1"})
-    t.write(pa.table({"id": [1], "v": [1]}))
-
-    def no_session():
-        raise AssertionError("Spark was started")
-
-    with pytest.raises(UnsupportedTableError, match="cannot MERGE into db.t on Spark: it is a dynamic-bucket "
-                                                    ".*engine='local'"):
-        merge_into(no_session, {"target": "db.t", "warehouse": str(tmp_path), "source": str(tmp_path / "in")})
-    assert [s.id for s in t.snapshots()] == [1]

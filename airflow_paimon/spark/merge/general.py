@@ -26,9 +26,12 @@ def general_merge(spark: SparkSession, plan: MergePlan) -> Written:
     stats = JoinStats(spark)
     out, rebucket = changed_rows(joined_rows(spark, plan, stats), plan)
     images = plan.before_images and not rebucket
-    if rebucket:
-        # An inserted key may land in another bucket, where a target row may hold it: the write looks it up.
-        out = out.drop(BUCKET_COLUMN, *(before_columns(table) if plan.before_images else []))
+    if rebucket or table.is_dynamic_bucket:
+        # An inserted key may land in another bucket, where a target row may hold it: the write looks it up. A
+        # dynamic-bucket table's write assigns new keys their buckets itself (tables/dynamic.py); a key the target
+        # holds was joined in its HASH-index bucket, so the before-images it carries stay right.
+        out = out.drop(BUCKET_COLUMN, *(before_columns(table) if plan.before_images and not images else []))
+        rebucket = True
     else:
         # A second, increment-sized shuffle by the same (partition, bucket): the tasks that write files start only
         # once every bucket was joined (so a duplicate source key fails the job before any file is written), and

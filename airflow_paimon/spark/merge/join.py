@@ -19,12 +19,14 @@ from pyspark.sql import types as T
 
 from airflow_paimon.format import Split
 from airflow_paimon.format.bucketing import bucket_ids
+from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
 from airflow_paimon.format.kernels import check_unique_keys
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.schema import SEQUENCE_NUMBER
 
 from ..schema_map import cast_to, exchange_schema, to_exchange
 from ..tables.buckets import BUCKET_COLUMN, assign_buckets, bucket_key_schema
+from ..tables.dynamic import dynamic_key_schema, lookup_buckets
 from ..tables.task_errors import DUPLICATE_MARKER
 from ..tasks import BATCH_ROWS, bucket_groups, run_per_group
 from .plan import TARGET_SEQUENCE, MergePlan
@@ -137,7 +139,10 @@ def _shuffled_join_task(plan: MergePlan, joiner: _Joiner, has_marker: bool) -> A
 
 def _joined_by_shuffle(spark: SparkSession, plan: MergePlan, joiner: _Joiner) -> DataFrame:
     table = plan.table
-    src = assign_buckets(plan.source, table, BUCKET_COLUMN)
+    if table.is_dynamic_bucket:
+        src = lookup_buckets(plan.source, table, plan.tx.base, BUCKET_COLUMN)
+    else:
+        src = assign_buckets(plan.source, table, BUCKET_COLUMN)
     has_marker = False
     if plan.full and plan.splits:
         # One marker row per target bucket, so that buckets without source rows get a task too.
@@ -158,7 +163,11 @@ def _joined_from_small_source(spark: SparkSession, plan: MergePlan, joiner: _Joi
     logical = table.arrow_schema()
     pkeys = table.partition_keys
     data = plan.source.toArrow()
-    buckets = bucket_ids(cast_to(data, bucket_key_schema(table)), table.core_options.bucket)
+    if table.is_dynamic_bucket:
+        # A key the target holds is in its HASH-index bucket; a new key (-1) has no target row to join.
+        buckets = DynamicBucketAssigner(table, plan.tx.base).lookup_rows(cast_to(data, dynamic_key_schema(table)))
+    else:
+        buckets = bucket_ids(cast_to(data, bucket_key_schema(table)), table.core_options.bucket)
     parts = cast_to(data, pa.schema([logical.field(p) for p in pkeys]))
     keyed = pa.table({**{p: parts.column(p) for p in pkeys}, BUCKET_COLUMN: pa.array(buckets, pa.int32())})
     order = pc.sort_indices(keyed, sort_keys=[(c, "ascending") for c in keyed.column_names],

@@ -150,7 +150,9 @@ def plan_merge(spark: SparkSession, spec: MergeSpec, table: Table, tx: Transacti
         for sp in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
             splits[(sp.partition, sp.bucket)] = sp
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200)
-    n = spec.num_tasks or (min(table.core_options.bucket, shuffle) if not table.partition_keys else shuffle)
+    # An unpartitioned table has one task per bucket at most (a dynamic-bucket one: its buckets and its new keys).
+    buckets = table.core_options.bucket if not table.is_dynamic_bucket else len(splits) + 1
+    n = spec.num_tasks or (min(buckets, shuffle) if not table.partition_keys else shuffle)
     src_types = {f.name: f.dataType for f in src.schema.fields}
     joined_schema = T.StructType(
         [T.StructField(f"__s_{i}", src_types[c], True) for i, c in enumerate(src.columns)] +

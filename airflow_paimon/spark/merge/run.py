@@ -15,7 +15,6 @@ from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert, normali
 
 from ..common import reapply_identifier
 from ..schema_map import spark_schema
-from ..tables.write import refuse_dynamic_bucket
 from .driver_upsert import upsert_small_local_source
 from .feed import (
     earlier_landing,
@@ -80,7 +79,8 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
     table = catalog.get_table(spec.target)
     if not table.is_primary_key:
         raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
-    refuse_dynamic_bucket(table, "MERGE into")
+    # A table the library does not write (a cross-partition upsert table, ...) is refused before Spark starts.
+    table.require_writable()
     user = spec.commit_user
     if is_change_feed(spec.source):
         return _merge_feed(spark, spec, catalog, table, started)

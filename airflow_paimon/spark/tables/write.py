@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -25,7 +26,8 @@ from airflow_paimon.format import CommitMessage, Snapshot, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import LATEST, CommitId, Transaction
 from airflow_paimon.format.deletion_vectors_write import DeletionVectorWriter
-from airflow_paimon.format.errors import InvalidDataError, PaimonError, UnsupportedTableError
+from airflow_paimon.format.dynamic_bucket import KnownBuckets
+from airflow_paimon.format.errors import InvalidDataError, PaimonError
 from airflow_paimon.format.kernels import check_unique_keys, last_of_each_key
 from airflow_paimon.format.versions import kinds_to_write, version_sort_indices
 from airflow_paimon.format.write import TableWrite
@@ -34,9 +36,10 @@ from ..schema_map import cast_to, exchange_schema, spark_schema, to_exchange
 from ..tasks import bucket_groups
 from .buckets import BUCKET_COLUMN, assign_buckets, bucket_key_schema, by_bucket
 from .changelog import BucketChangelog, before_columns
+from .dynamic import assign_on_driver, attach_index_files, dynamic_key_schema, with_known_buckets
 from .task_errors import DUPLICATE_MARKER, task_errors
 
-__all__ = ["KIND_COLUMN", "KIND_CODES", "WriteResult", "refuse_dynamic_bucket", "write_changes"]
+__all__ = ["KIND_COLUMN", "KIND_CODES", "WriteResult", "write_changes"]
 
 KIND_COLUMN = "_VALUE_KIND"      # +I / -U / +U / -D (strings) or their byte codes 0..3
 KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
@@ -83,11 +86,14 @@ _MESSAGE_SCHEMA = T.StructType([
 
 def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: str, what: str,
                 changelog: BucketChangelog, assign: bool = False, kinds_given: bool = True,
-                images: bool = False, deletion_vectors: DeletionVectorWriter | None = None) -> Any:
+                images: bool = False, deletion_vectors: DeletionVectorWriter | None = None,
+                known: KnownBuckets | None = None) -> Any:
     logical = table.arrow_schema()
-    # Primary-key tables and bucketed append tables hash their bucket key; unbucketed append tables use bucket 0.
+    # Primary-key tables and bucketed append tables hash their bucket key; unbucketed append tables use bucket 0;
+    # dynamic-bucket tables take the buckets the driver assigned (`known`).
     bucket_keys = table.bucket_keys if table.is_primary_key or table.core_options.bucket >= 1 else []
-    key_schema = bucket_key_schema(table) if bucket_keys else None
+    key_schema = dynamic_key_schema(table) if known is not None else \
+        bucket_key_schema(table) if bucket_keys else None
     num_buckets = table.core_options.bucket
     names = logical.names
     pkeys = table.partition_keys
@@ -105,8 +111,12 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
             return
         data = pa.Table.from_batches(parts)
         if assign:
-            buckets = bucket_ids(cast_to(data, key_schema), num_buckets) if key_schema is not None else \
-                np.zeros(data.num_rows, dtype=np.int32)
+            if key_schema is None:
+                buckets = np.zeros(data.num_rows, dtype=np.int32)
+            elif known is not None:
+                buckets = known.buckets(cast_to(data, key_schema))
+            else:
+                buckets = bucket_ids(cast_to(data, key_schema), num_buckets)
             data = data.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
         if kinds_given:
             kinds_raw = data.column("__kind")
@@ -120,6 +130,8 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
             data = data.set_column(data.column_names.index("__kind"), "__kind", kinds)
         if not data.num_rows:
             return
+        if known is not None and pc.min(data.column(BUCKET_COLUMN)).as_py() < 0:
+            raise PaimonError("a row to write has no bucket assigned on the driver; nothing was committed")
         if pkeys:
             casted = cast_to(data, part_schema)
             for p in pkeys:
@@ -167,16 +179,6 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
     return write_task
 
 
-def refuse_dynamic_bucket(table: Table, action: str) -> None:
-    """Spark tasks bucket rows by their key's hash alone; a dynamic-bucket table's buckets come from its HASH
-    index, which only the format library's own writer (one process) keeps."""
-    if table.is_dynamic_bucket:
-        raise UnsupportedTableError(
-            f"cannot {action} {table.identifier} on Spark: it is a dynamic-bucket primary-key table (bucket = -1), "
-            "whose keys' buckets the HASH index keeps; write it with the format library (Table.write/delete) or "
-            "run the MERGE in process (engine='local')")
-
-
 def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_column: str | None = KIND_COLUMN,
                   commit_user: str | None = None, commit_identifier: int | None = None,
                   base_snapshot: Any = LATEST, duplicates: str = "error", bucket_column: str | None = None,
@@ -207,7 +209,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     """
     if duplicates not in ("error", "last"):
         raise ValueError("duplicates must be 'error' or 'last'")
-    refuse_dynamic_bucket(table, "write to")
+    # Refused here, on the driver, before a dynamic-bucket table's index files or any task's files are written.
+    table.require_writable()
     tx = transaction
     if tx is None:
         tx = table.transaction(commit_id=CommitId.of(commit_user, commit_identifier), kind=commit_kind,
@@ -237,26 +240,49 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
     cols.append(_kind_expr(df, kind_column).alias("__kind"))
     cols += [F.col(c) for c in images]
     assign = False
+    dynamic = None
+    selected = df.select(*cols)
+    seconds: dict[str, float] = {}
+    if table.is_dynamic_bucket:
+        # New keys' buckets depend on every key before them: assigned once, on the driver (tables/dynamic.py), from
+        # rows kept for the write (a MERGE's rows come from a join that should not run twice).
+        started = time.monotonic()
+        bucket_column = None
+        selected = selected.persist()
+        try:
+            with task_errors():
+                dynamic = assign_on_driver(table, selected, base, "__kind", kinds_given, duplicates, what)
+        except BaseException:
+            selected.unpersist()
+            raise
+        seconds["assign_buckets"] = round(time.monotonic() - started, 3)
     if bucket_column is not None:
         prepared = df.select(*cols, F.col(bucket_column).cast("int").alias(BUCKET_COLUMN))
     elif single_task:
-        prepared = df.select(*cols).coalesce(1)
+        prepared = selected.coalesce(1)
         assign = True
     else:
-        prepared = assign_buckets(df.select(*cols), table, BUCKET_COLUMN)
+        prepared = assign_buckets(selected, table, BUCKET_COLUMN) if dynamic is None else \
+            with_known_buckets(selected, table, dynamic.known, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = by_bucket(prepared, keys, num_tasks)
     # A deletion-vector table's new rows leave level 0 in the same commit, as the library's own writes do.
     dv = DeletionVectorWriter(table, base) if table.core_options.deletion_vectors and table.is_primary_key else None
     task = _write_task(table, next_seq, duplicates, what, BucketChangelog(table, base, tx.kind), assign, kinds_given,
-                       before_images, dv)
+                       before_images, dv, dynamic.known if dynamic is not None else None)
     started = time.monotonic()
-    with task_errors():
-        rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()
+    try:
+        with task_errors():
+            rows = prepared.mapInArrow(task, _MESSAGE_SCHEMA).collect()
+    finally:
+        if dynamic is not None:
+            selected.unpersist()
     messages = [CommitMessage.from_dict(json.loads(r["message"])) for r in rows]
+    if dynamic is not None:
+        messages = attach_index_files(table, messages, dynamic.index_files)
     counts = {"inserted": sum(r["inserted"] for r in rows), "updated": sum(r["updated"] for r in rows),
               "deleted": sum(r["deleted"] for r in rows)}
-    seconds = {"spark_job": round(time.monotonic() - started, 3)}
+    seconds["spark_job"] = round(time.monotonic() - started, 3)
     if not commit or not messages:
         return WriteResult(None, messages=messages, rows=counts, seconds=seconds)
     started = time.monotonic()
