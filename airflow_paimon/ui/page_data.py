@@ -3,7 +3,8 @@
 Every read is bounded so that a table with thousands of snapshots stays fast: the snapshot ids come from one
 directory listing, only the snapshots of the page shown are read (with their delta manifests, for the records
 and bytes each commit added and deleted), the tags are read once, and the change feed covers the newest
-snapshots of the page only. The expiry preview is a dry run of the library's own expiry (nothing is deleted).
+snapshots of the page only. The expiry preview is the library's bounded dry run (nothing is deleted): it reads
+the snapshots the next run would expire, the first retained snapshot and the tags, never every snapshot.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from airflow_paimon.format.errors import PaimonError
 from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.tag_file import Tag
 from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
+from airflow_paimon.format.upkeep.expiry_preview import DEFAULT_SHOWN, preview_snapshot_expiry, preview_tag_expiry
 from airflow_paimon.format.upkeep.results import CleanupResult
 
 __all__ = [
@@ -111,8 +113,9 @@ class ExpiryPreview:
     policy: ExpirePolicy
     threshold: dt.datetime
     keep_from: int | None
-    snapshots: CleanupResult
+    snapshots: CleanupResult  # planned for the oldest len(snapshots.snapshots) of the expirable ones
     tags: CleanupResult
+    expirable: int
 
 
 @dataclass(frozen=True)
@@ -193,16 +196,16 @@ def driving_options(options: dict[str, str]) -> list[tuple[str, str]]:
     return sorted((k, v) for k, v in options.items() if k.startswith(_DRIVING_PREFIXES))
 
 
-def expiry_preview(table: Table, now: dt.datetime | None = None) -> ExpiryPreview:
-    """A dry run of the next snapshot expiry and tag expiry with the table's own options."""
+def expiry_preview(table: Table, now: dt.datetime | None = None, shown: int = DEFAULT_SHOWN) -> ExpiryPreview:
+    """A bounded dry run of the next snapshot expiry and tag expiry with the table's own options
+    (format/upkeep/expiry_preview.py): the files of the oldest ``shown`` snapshots the run would expire."""
     moment = now or dt.datetime.now(dt.timezone.utc)
     policy = ExpirePolicy.from_options(table.options())
-    snapshots = table.maintenance.expire_snapshots(dry_run=True, now=moment)
-    tags = table.maintenance.expire_tags(now=moment, dry_run=True)
-    ids = table.snapshot_manager.ids()
-    keep_from = (max(snapshots.snapshots) + 1) if snapshots.snapshots else (ids[0] if ids else None)
+    snapshots = preview_snapshot_expiry(table, now=moment, policy=policy, shown=shown)
+    tags = preview_tag_expiry(table, now=moment)
     return ExpiryPreview(policy=policy, threshold=_utc(policy.threshold_millis(int(moment.timestamp() * 1000))),
-                         keep_from=keep_from, snapshots=snapshots, tags=tags)
+                         keep_from=snapshots.first_kept, snapshots=snapshots.result, tags=tags,
+                         expirable=snapshots.expirable)
 
 
 def changes_per_day(table: Table, start: int | None, end: int | None, mode: str = "auto") -> ChangeCounts:
