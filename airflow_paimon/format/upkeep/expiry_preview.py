@@ -5,8 +5,10 @@ on a table with 10,000 snapshots that is 10,000 snapshot files and their manifes
 Paimon's own rule instead (``ExpireSnapshotsImpl``, ``TagDeletion``): history is linear (each snapshot's files
 are its predecessor's plus its delta; a rollback removes the newer snapshots), and a data file is never added
 again once deleted, so a file an older snapshot uses and a retained snapshot still uses is used by the *first*
-retained snapshot too. The live set is therefore read from the first retained snapshot, every tag and every
-long-lived changelog: a bounded read whatever the number of snapshots. On a table that Paimon's commit protocol
+retained snapshot too. The live set is therefore read from the first retained snapshot, the tags of snapshots
+older than it (a tag of a retained snapshot holds nothing more, when its content is that snapshot's) and the
+long-lived changelogs: a read bounded by the tags and the snapshots that expire, whatever the number of
+snapshots retained. On a table that Paimon's commit protocol
 wrote (this library, Paimon, pypaimon) the preview lists exactly the files the expiry deletes; where a table broke
 the rule, expiry keeps more than the preview shows, never less (it checks every retained snapshot).
 
@@ -75,8 +77,8 @@ def preview_snapshot_expiry(table: "Table", now: Any = None, policy: ExpirePolic
         return SnapshotExpiryPreview(result, 0, ids[0] if ids else None)
     head = expired[:shown]
     removed = [Root("snapshot", str(sid), sm.snapshot(sid)) for sid in head]
-    kept = [Root("snapshot", str(kept_ids[0]), sm.snapshot(kept_ids[0]))] + tag_roots(table) + \
-        changelog_roots(table)
+    first = sm.snapshot(kept_ids[0])
+    kept = [Root("snapshot", str(first.id), first)] + _tags_not_covered(table, stop) + changelog_roots(table)
     if changelog_policy.decoupled:  # every expired snapshot stays behind as a long-lived changelog
         pending = {sid: sm.snapshot(sid) for sid in expired}
         kept += [changelog_root(sid, snap) for sid, snap in pending.items()]
@@ -116,6 +118,14 @@ def preview_tag_expiry(table: "Table", now: Any = None) -> CleanupResult:
     result.bytes_freed = sum(tag_files.values())
     return remove_roots_and_files(table, result, [Root("tag", t.name, t.snapshot) for t in expiring], kept,
                                   _nothing, None)
+
+
+def _tags_not_covered(table: "Table", stop: int) -> list[Root]:
+    """The tags whose files the first retained snapshot does not stand for: a tag of a retained snapshot, with
+    that snapshot's content, holds no file an expired snapshot uses that the first retained one does not (a
+    file alive before and after it is alive at it); every other tag is read."""
+    return [Root("tag", t.name, t.snapshot) for t in table.tags.list()
+            if t.snapshot_id < stop or not _retained_as_tagged(table, t)]
 
 
 def _retained_as_tagged(table: "Table", tag: Tag) -> bool:
