@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -19,7 +20,6 @@ import pyarrow.compute as pc
 
 from airflow_paimon.format import Table
 from airflow_paimon.format.errors import PaimonError
-from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.tag_file import Tag
 from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
 from airflow_paimon.format.upkeep.expiry_preview import DEFAULT_SHOWN, preview_snapshot_expiry, preview_tag_expiry
@@ -49,6 +49,7 @@ CHANGE_TYPES = ("insert", "update_preimage", "update_postimage", "delete")
 _ADD, _DELETE = 0, 1
 # The options that drive periodic tags, retention (snapshots, tags, changelogs, consumers) and the changelog.
 _DAY_MILLIS = 86_400_000
+_READ_THREADS = 4
 _DRIVING_PREFIXES = ("tag.", "snapshot.", "changelog", "consumer.", "incremental-between", "partition.expiration")
 
 
@@ -133,11 +134,11 @@ def _utc(millis: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
 
 
-def _delta_stats(table: Table, snapshot: Snapshot) -> dict[str, int]:
+def _delta_stats(table: Table, delta_manifest_list: str) -> dict[str, int]:
     stats = dict.fromkeys(("added_records", "deleted_records", "added_files", "deleted_files", "added_bytes",
                            "deleted_bytes"), 0)
     io = table.manifest_io
-    for meta in io.read_list(snapshot.delta_manifest_list):
+    for meta in io.read_list(delta_manifest_list):
         for entry in io.read_entries(meta.file_name):
             side = "added" if entry.kind == _ADD else "deleted" if entry.kind == _DELETE else None
             if side is None:
@@ -146,6 +147,17 @@ def _delta_stats(table: Table, snapshot: Snapshot) -> dict[str, int]:
             stats[f"{side}_files"] += 1
             stats[f"{side}_bytes"] += entry.file.file_size
     return stats
+
+
+def _row(table: Table, snapshot_id: int, tagged: dict[int, tuple[str, ...]],
+         stats: dict[str, dict[str, int]]) -> SnapshotRow:
+    snap = table.snapshot(snapshot_id)
+    delta = stats.get(snap.delta_manifest_list)
+    if delta is None:  # a manifest list never changes: snapshots that share one (copies) share its counts
+        delta = stats[snap.delta_manifest_list] = _delta_stats(table, snap.delta_manifest_list)
+    return SnapshotRow(id=snap.id, commit_kind=snap.commit_kind, commit_time=_utc(snap.time_millis),
+                       commit_user=snap.commit_user, commit_identifier=snap.commit_identifier,
+                       total_records=snap.total_record_count, tags=tagged.get(snap.id, ()), **delta)
 
 
 def _tags_by_snapshot(tags: Sequence[Tag]) -> dict[int, tuple[str, ...]]:
@@ -164,13 +176,10 @@ def timeline(table: Table, tags: Sequence[Tag], page: int = 1, page_size: int = 
     page = max(1, min(int(page), pages))
     newest_first = ids[::-1][(page - 1) * page_size: page * page_size]
     tagged = _tags_by_snapshot(tags)
-    rows = []
-    for sid in newest_first:
-        snap = table.snapshot(sid)
-        rows.append(SnapshotRow(
-            id=snap.id, commit_kind=snap.commit_kind, commit_time=_utc(snap.time_millis),
-            commit_user=snap.commit_user, commit_identifier=snap.commit_identifier,
-            total_records=snap.total_record_count, tags=tagged.get(snap.id, ()), **_delta_stats(table, snap)))
+    stats: dict[str, dict[str, int]] = {}
+    # The reads wait on the disk or the object store far more than they decode: a few run at once.
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        rows = list(pool.map(lambda sid: _row(table, sid, tagged, stats), newest_first))
     return Timeline(rows=rows, total=total, earliest_id=ids[0] if ids else None,
                     latest_id=ids[-1] if ids else None, page=page, pages=pages, page_size=page_size)
 
