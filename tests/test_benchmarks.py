@@ -61,3 +61,9 @@ def test_merge_runs():
     out = run("merge.py", "--sizes", "1000", "--repeat", "1", timeout=900)
     assert "N=1,000: upsert on Spark / floor (in-job)" in out, out
     assert re.search(r"ours: plain upsert\s+\d+\.\d+ /", out), out
+
+
+def test_ui_pages_runs():
+    out = run("ui_pages.py", "--snapshots", "60", "--tags", "3", "--repeats", "1")
+    assert re.search(r"expiry preview +\d+\.\d+ s +\(\d+ of \d+ expirable", out), out
+    assert "same files: True" in out, out

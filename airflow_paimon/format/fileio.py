@@ -237,6 +237,11 @@ class FileIO:
     def size(self, path: str) -> int:
         return self.fs.get_file_info(self._p(path)).size
 
+    def sizes(self, paths: list[str]) -> dict[str, int]:
+        """path -> size of those of `paths` that exist as files (one request per path, none per directory)."""
+        infos = self.fs.get_file_info([self._p(p) for p in paths])
+        return {p: i.size or 0 for p, i in zip(paths, infos) if i.type == pafs.FileType.File}
+
     def _info(self, i: pafs.FileInfo) -> FileInfo:
         mtime = i.mtime_ns // 1_000_000 if i.mtime_ns is not None else 0
         return FileInfo(self._prefix + i.path if self._prefix else i.path, i.size or 0, mtime)

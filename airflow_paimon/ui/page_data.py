@@ -3,7 +3,8 @@
 Every read is bounded so that a table with thousands of snapshots stays fast: the snapshot ids come from one
 directory listing, only the snapshots of the page shown are read (with their delta manifests, for the records
 and bytes each commit added and deleted), the tags are read once, and the change feed covers the newest
-snapshots of the page only. The expiry preview is a dry run of the library's own expiry (nothing is deleted).
+snapshots of the page only. The expiry preview is the library's bounded dry run (nothing is deleted): it reads
+the snapshots the next run would expire, the first retained snapshot and the tags, never every snapshot.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -18,9 +20,9 @@ import pyarrow.compute as pc
 
 from airflow_paimon.format import Table
 from airflow_paimon.format.errors import PaimonError
-from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.tag_file import Tag
 from airflow_paimon.format.upkeep.expire_policy import ExpirePolicy
+from airflow_paimon.format.upkeep.expiry_preview import DEFAULT_SHOWN, preview_snapshot_expiry, preview_tag_expiry
 from airflow_paimon.format.upkeep.results import CleanupResult
 
 __all__ = [
@@ -47,6 +49,7 @@ CHANGE_TYPES = ("insert", "update_preimage", "update_postimage", "delete")
 _ADD, _DELETE = 0, 1
 # The options that drive periodic tags, retention (snapshots, tags, changelogs, consumers) and the changelog.
 _DAY_MILLIS = 86_400_000
+_READ_THREADS = 4
 _DRIVING_PREFIXES = ("tag.", "snapshot.", "changelog", "consumer.", "incremental-between", "partition.expiration")
 
 
@@ -111,8 +114,9 @@ class ExpiryPreview:
     policy: ExpirePolicy
     threshold: dt.datetime
     keep_from: int | None
-    snapshots: CleanupResult
+    snapshots: CleanupResult  # planned for the oldest len(snapshots.snapshots) of the expirable ones
     tags: CleanupResult
+    expirable: int
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,11 @@ def _utc(millis: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
 
 
-def _delta_stats(table: Table, snapshot: Snapshot) -> dict[str, int]:
+def _delta_stats(table: Table, delta_manifest_list: str) -> dict[str, int]:
     stats = dict.fromkeys(("added_records", "deleted_records", "added_files", "deleted_files", "added_bytes",
                            "deleted_bytes"), 0)
     io = table.manifest_io
-    for meta in io.read_list(snapshot.delta_manifest_list):
+    for meta in io.read_list(delta_manifest_list):
         for entry in io.read_entries(meta.file_name):
             side = "added" if entry.kind == _ADD else "deleted" if entry.kind == _DELETE else None
             if side is None:
@@ -143,6 +147,17 @@ def _delta_stats(table: Table, snapshot: Snapshot) -> dict[str, int]:
             stats[f"{side}_files"] += 1
             stats[f"{side}_bytes"] += entry.file.file_size
     return stats
+
+
+def _row(table: Table, snapshot_id: int, tagged: dict[int, tuple[str, ...]],
+         stats: dict[str, dict[str, int]]) -> SnapshotRow:
+    snap = table.snapshot(snapshot_id)
+    delta = stats.get(snap.delta_manifest_list)
+    if delta is None:  # a manifest list never changes: snapshots that share one (copies) share its counts
+        delta = stats[snap.delta_manifest_list] = _delta_stats(table, snap.delta_manifest_list)
+    return SnapshotRow(id=snap.id, commit_kind=snap.commit_kind, commit_time=_utc(snap.time_millis),
+                       commit_user=snap.commit_user, commit_identifier=snap.commit_identifier,
+                       total_records=snap.total_record_count, tags=tagged.get(snap.id, ()), **delta)
 
 
 def _tags_by_snapshot(tags: Sequence[Tag]) -> dict[int, tuple[str, ...]]:
@@ -161,13 +176,10 @@ def timeline(table: Table, tags: Sequence[Tag], page: int = 1, page_size: int = 
     page = max(1, min(int(page), pages))
     newest_first = ids[::-1][(page - 1) * page_size: page * page_size]
     tagged = _tags_by_snapshot(tags)
-    rows = []
-    for sid in newest_first:
-        snap = table.snapshot(sid)
-        rows.append(SnapshotRow(
-            id=snap.id, commit_kind=snap.commit_kind, commit_time=_utc(snap.time_millis),
-            commit_user=snap.commit_user, commit_identifier=snap.commit_identifier,
-            total_records=snap.total_record_count, tags=tagged.get(snap.id, ()), **_delta_stats(table, snap)))
+    stats: dict[str, dict[str, int]] = {}
+    # The reads wait on the disk or the object store far more than they decode: a few run at once.
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        rows = list(pool.map(lambda sid: _row(table, sid, tagged, stats), newest_first))
     return Timeline(rows=rows, total=total, earliest_id=ids[0] if ids else None,
                     latest_id=ids[-1] if ids else None, page=page, pages=pages, page_size=page_size)
 
@@ -193,16 +205,16 @@ def driving_options(options: dict[str, str]) -> list[tuple[str, str]]:
     return sorted((k, v) for k, v in options.items() if k.startswith(_DRIVING_PREFIXES))
 
 
-def expiry_preview(table: Table, now: dt.datetime | None = None) -> ExpiryPreview:
-    """A dry run of the next snapshot expiry and tag expiry with the table's own options."""
+def expiry_preview(table: Table, now: dt.datetime | None = None, shown: int = DEFAULT_SHOWN) -> ExpiryPreview:
+    """A bounded dry run of the next snapshot expiry and tag expiry with the table's own options
+    (format/upkeep/expiry_preview.py): the files of the oldest ``shown`` snapshots the run would expire."""
     moment = now or dt.datetime.now(dt.timezone.utc)
     policy = ExpirePolicy.from_options(table.options())
-    snapshots = table.maintenance.expire_snapshots(dry_run=True, now=moment)
-    tags = table.maintenance.expire_tags(now=moment, dry_run=True)
-    ids = table.snapshot_manager.ids()
-    keep_from = (max(snapshots.snapshots) + 1) if snapshots.snapshots else (ids[0] if ids else None)
+    snapshots = preview_snapshot_expiry(table, now=moment, policy=policy, shown=shown)
+    tags = preview_tag_expiry(table, now=moment)
     return ExpiryPreview(policy=policy, threshold=_utc(policy.threshold_millis(int(moment.timestamp() * 1000))),
-                         keep_from=keep_from, snapshots=snapshots, tags=tags)
+                         keep_from=snapshots.first_kept, snapshots=snapshots.result, tags=tags,
+                         expirable=snapshots.expirable)
 
 
 def changes_per_day(table: Table, start: int | None, end: int | None, mode: str = "auto") -> ChangeCounts:

@@ -84,3 +84,20 @@ def test_schema_fields_mark_the_keys(tmp_path):
     fields = page_data.schema_fields(_table(tmp_path))
     assert [(f.name, f.type, f.primary_key) for f in fields] == [("id", "BIGINT NOT NULL", True),
                                                                 ("value", "STRING", False)]
+
+
+def test_a_partial_expiry_preview_says_how_many_of_how_many_it_shows(tmp_path):
+    import jinja2
+
+    table = _table(tmp_path, {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    table.write(_rows(5))                                                         # snapshot 4: 1..3 expire
+    preview = page_data.expiry_preview(table, now=dt.datetime(2100, 1, 1, tzinfo=dt.timezone.utc), shown=2)
+    assert (preview.expirable, preview.snapshots.snapshots, preview.keep_from) == (3, [1, 2], 4)
+    templates = os.path.join(os.path.dirname(page_data.__file__), "templates")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    html = " ".join(env.get_template("expiry.html").render(
+        prefix="/paimon", conn_id="c", conn_href="/c", database="db", table="t", table_href="/t", preview=preview,
+        max_files=200).split())
+    assert "the files of the oldest 2 of 3 are shown" in html
+    assert "Snapshots: 1 to 2 (2)" in html

@@ -25,7 +25,9 @@ live set over all kept roots, the plan and the ordered executor with its re-plan
 rule: `snapshot_expiry`, `changelog_expiry`, `tag_cleanup`, `rollback`, `orphans`; `expire_policy` holds
 expiry's limits (table options plus overrides), `changelog_policy` the changelog's (and whether it outlives the
 snapshots, as Paimon decides), `long_lived_changelogs` the `changelog/changelog-<id>` files and their hints, and
-`progress` reports long operations on a terminal.
+`progress` reports long operations on a terminal. `expiry_preview` is the one exception to the plan above: a
+bounded dry run for the tables view that reads the first retained snapshot instead of every retained one
+(Paimon's own rule; it never lists a file the expiry keeps on a table Paimon's commit protocol wrote).
 
 A long-lived changelog is a root that keeps alive only what a changelog read needs (`roots.changelog_keeps`: its
 changelog manifest list, or without one its delta list and the files that commit added); snapshot expiry of a

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..table import Table
 
 _DELETE_THREADS = 8
+_STAT_AT_MOST = 16  # paths of one directory on an object store looked up one by one rather than listed
 
 
 @dataclass
@@ -75,13 +76,18 @@ def plan_removal(index: FileIndex, removed: Sequence[Snapshot], kept: Sequence[S
 
 
 def existing_sizes(io: FileIO, paths: Iterable[str]) -> dict[str, int]:
-    """path -> size of those of `paths` that exist (one listing per directory)."""
+    """path -> size of those of `paths` that exist: a stat per path on a local disk (a directory such as
+    manifest/ can hold tens of thousands of files) and for a few paths, else one listing per directory (on an
+    object store a listing answers a thousand keys a request)."""
     by_dir: dict[str, list[str]] = {}
     for p in paths:
         d, _, _ = p.rpartition("/")
         by_dir.setdefault(d, []).append(p)
     out: dict[str, int] = {}
     for d, ps in by_dir.items():
+        if io.local or len(ps) <= _STAT_AT_MOST:
+            out.update(io.sizes(ps))
+            continue
         listing = {i.path.rsplit("/", 1)[-1]: i.size for i in io.list_dir(d)}
         for p in ps:
             size = listing.get(p.rsplit("/", 1)[-1])

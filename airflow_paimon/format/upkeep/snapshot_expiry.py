@@ -88,15 +88,13 @@ def merge_results(table: "Table", into: CleanupResult, other: CleanupResult) -> 
     into.bytes_freed += sum(existing_sizes(table.io, [p for paths in fresh.values() for p in paths]).values())
 
 
-def expire_snapshots_only(table: "Table", rmin: int, rmax: int, limit: int, threshold: int, dry_run: bool,
-                          progress: Progress | None, decoupled: bool) -> CleanupResult:
-    """Snapshot expiry alone. With a decoupled changelog, each expired snapshot is first written as its
-    long-lived changelog, which keeps its changelog files (or, without any, the files its commit added) alive."""
-    result = CleanupResult("expire-snapshots", dry_run)
-    sm = table.snapshot_manager
-    ids = sm.ids()
+def expiry_stop(table: "Table", ids: list[int], rmin: int, rmax: int, limit: int, threshold: int,
+                dry_run: bool) -> int:
+    """The first snapshot id the next expiry keeps (every id below it expires). Reads only the snapshots whose
+    commit time decides it: at most ``limit`` of them."""
     if not ids:
-        return result
+        return 0
+    sm = table.snapshot_manager
     earliest, latest = ids[0], ids[-1]
     keep_from = max(latest - rmax + 1, earliest)
     end = latest - rmin + 1
@@ -104,12 +102,21 @@ def expire_snapshots_only(table: "Table", rmin: int, rmax: int, limit: int, thre
     if consumer is not None:
         end = min(end, consumer)
     end = min(end, earliest + limit)
-    stop = end
     present = set(ids)
     for sid in range(keep_from, end):
         if sid + 1 in present and threshold <= sm.snapshot(sid + 1).time_millis:
-            stop = sid
-            break
+            return sid
+    return end
+
+
+def expire_snapshots_only(table: "Table", rmin: int, rmax: int, limit: int, threshold: int, dry_run: bool,
+                          progress: Progress | None, decoupled: bool) -> CleanupResult:
+    """Snapshot expiry alone. With a decoupled changelog, each expired snapshot is first written as its
+    long-lived changelog, which keeps its changelog files (or, without any, the files its commit added) alive."""
+    result = CleanupResult("expire-snapshots", dry_run)
+    sm = table.snapshot_manager
+    ids = sm.ids()
+    stop = expiry_stop(table, ids, rmin, rmax, limit, threshold, dry_run)
     expired = [sid for sid in ids if sid < stop]
     if not expired:
         return result
