@@ -29,12 +29,14 @@ $(AZURITE):
 
 install: $(STAMP) $(AZURITE)
 
+# The warehouse may be on an object store: make demo WAREHOUSE=s3://bucket/path OPTIONS="s3.endpoint=... ..."
+# (options under Paimon's names; keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). See scripts/demo.py.
 demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
+	DEMO_WAREHOUSE="$(WAREHOUSE)" DEMO_OPTIONS="$(OPTIONS)" $(BIN)/python scripts/demo.py
 
 # The Airflow UI (airflow standalone) on the demo's home: see the DAGs, start a backfill.
 airflow: $(STAMP)
-	$(BIN)/python scripts/demo.py standalone
+	DEMO_WAREHOUSE="$(WAREHOUSE)" DEMO_OPTIONS="$(OPTIONS)" $(BIN)/python scripts/demo.py standalone
 
 # Spread over the machine's cores, a test module to a worker (module fixtures, such as a started server, are made
 # once); much of the suite waits on other processes (spark-submit, Airflow services, pypaimon's interpreter), and
