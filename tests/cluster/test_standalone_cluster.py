@@ -2,7 +2,8 @@
 each with a Python that lacks ``airflow_paimon``), submitted by the operators under real Airflow (``dag.test()``):
 the tables equal what ``local[2]`` makes of the same inputs, every application ran tasks on both workers, and
 pypaimon reads the result. The warehouse is a local folder, then a bucket on the local S3 server, where the
-executors write the data files and the driver commits with conditional writes."""
+executors write the data files and the driver commits with conditional writes. Last, executors on both workers
+race single-row commits to one table on the S3 server."""
 
 from __future__ import annotations
 
@@ -193,3 +194,70 @@ def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, 
     reads = pypaimon_reads(warehouses["cluster"], TABLE, [{"snapshot": s} for s in range(1, len(ours) + 1)],
                            tmp_path / "pypaimon", store.options)
     assert [canonical(t.select(SCHEMA.names), ["id"]) for t in reads] == [rows for _, rows in ours]
+
+
+RACERS, COMMITS_EACH = 2, 12
+
+
+def _racing_writer(warehouse: str, options: dict[str, str]):
+    """A partition function: single-row commits to db.t, each retried on a conflict until it lands; yields
+    (key, snapshot id, the worker folder the executor runs in)."""
+
+    def commit_rows(index, _rows):
+        import os as executor_os
+
+        import pyarrow as executor_pa
+
+        from airflow_paimon.format import Catalog as ExecutorCatalog
+        from airflow_paimon.format import CommitConflictError
+
+        table = ExecutorCatalog(warehouse, options).get_table("db.t")
+        for i in range(COMMITS_EACH):
+            key = index * 1000 + i
+            while True:
+                try:
+                    snapshot = table.write(executor_pa.table({"id": [key], "racer": [index]}),
+                                           commit_user=f"racer-{index}")
+                    break
+                except CommitConflictError:
+                    continue
+            yield key, snapshot.id, executor_os.getcwd().rsplit("/work/", 1)[0]   # <root>/worker-<n>
+
+    return commit_rows
+
+
+@pytest.mark.objectstore
+def test_executors_on_both_workers_race_commits_to_one_s3_table(spark_cluster, s3_server, monkeypatch):
+    """Commits from executors of different workers race for the same snapshot ids on the S3 server: every commit
+    an executor saw land is in the table, under a snapshot id no other executor was told it got."""
+    from pyspark.sql import SparkSession
+
+    from airflow_paimon.spark.common import py_files_zip
+
+    warehouse, options = f"s3://{s3_server.new_bucket()}/wh", s3_server.options()
+    catalog = Catalog(warehouse, options)
+    catalog.create_database("db")
+    racer_schema = pa.schema([("id", pa.int64()), ("racer", pa.int64())])
+    catalog.create_table("db.t", racer_schema, primary_keys=["id"], options={"bucket": "1"})
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)   # executors run the nodes' own Python
+    spark = (SparkSession.builder.master(spark_cluster.url).appName("racing-commits")
+             .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+             .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
+             .config("spark.executor.memory", "512m").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .getOrCreate())
+    try:
+        spark.sparkContext.addPyFile(py_files_zip())
+        landed = (spark.sparkContext.parallelize(range(RACERS), RACERS)
+                  .mapPartitionsWithIndex(_racing_writer(warehouse, options)).collect())
+    finally:
+        spark.stop()
+
+    assert {worker for _, _, worker in landed} == {str(spark_cluster.root / f"worker-{n}") for n in range(2)}
+    snapshot_ids = [snapshot for _, snapshot, _ in landed]
+    assert len(landed) == RACERS * COMMITS_EACH and len(set(snapshot_ids)) == len(snapshot_ids)
+    table = catalog.get_table("db.t")
+    assert sorted(table.read().column("id").to_pylist()) == sorted(key for key, _, _ in landed)
+    # Each snapshot id an executor was told it got is that executor's commit.
+    users = {s.id: s.commit_user for s in table.snapshots()}
+    assert all(users[snapshot] == f"racer-{key // 1000}" for key, snapshot, _ in landed)
