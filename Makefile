@@ -18,19 +18,30 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode -e ".[test]"
 	touch $(STAMP)
 
-install: $(STAMP)
+# Azurite, the Azure Storage emulator the object-store tests run against (npm's `azurite`, in the git-ignored
+# .tools/); without npm the tests install nothing and skip the Azure runs. Its version: tests/cloud_servers.py.
+AZURITE := .tools/azurite/node_modules/.bin/azurite-blob
+$(AZURITE):
+	@if command -v npm >/dev/null; then \
+		npm install --prefix .tools/azurite --no-audit --no-fund --loglevel=error \
+			azurite@$$(sed -n 's/^AZURITE_VERSION = "\(.*\)"/\1/p' tests/cloud_servers.py); \
+	else echo "npm not found: the Azure (Azurite) tests will be skipped"; fi
 
+install: $(STAMP) $(AZURITE)
+
+# The warehouse may be on an object store: make demo WAREHOUSE=s3://bucket/path OPTIONS="s3.endpoint=... ..."
+# (options under Paimon's names; keys from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). See scripts/demo.py.
 demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
+	DEMO_WAREHOUSE="$(WAREHOUSE)" DEMO_OPTIONS="$(OPTIONS)" $(BIN)/python scripts/demo.py
 
 # The Airflow UI (airflow standalone) on the demo's home: see the DAGs, start a backfill.
 airflow: $(STAMP)
-	$(BIN)/python scripts/demo.py standalone
+	DEMO_WAREHOUSE="$(WAREHOUSE)" DEMO_OPTIONS="$(OPTIONS)" $(BIN)/python scripts/demo.py standalone
 
 # Spread over the machine's cores, a test module to a worker (module fixtures, such as a started server, are made
 # once); much of the suite waits on other processes (spark-submit, Airflow services, pypaimon's interpreter), and
 # tests/conftest.py starts the slowest kinds first.
-test: $(STAMP)
+test: $(STAMP) $(AZURITE)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
 
 # The quick subset: no Spark, Airflow, pypaimon, end-to-end tests, site build, nor tests that start other programs
@@ -49,4 +60,4 @@ test-fast: $(STAMP)
 		$(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-interop demo
+	rm -rf $(VENV) .venv-interop demo .tools

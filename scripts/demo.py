@@ -8,6 +8,16 @@ exactly-once, and the report is read back from the table.
 
     python scripts/demo.py             # run the days and print the report
     python scripts/demo.py standalone  # `airflow standalone` on the same home (what `make airflow` runs)
+
+The warehouse can be on an object store instead (`make demo WAREHOUSE=s3://bucket/path OPTIONS="..."`):
+
+    DEMO_WAREHOUSE    the warehouse URI (default: demo/warehouse)
+    DEMO_OPTIONS      its filesystem options under Paimon's names, "key=value" separated by spaces, e.g.
+                      "s3.endpoint=http://127.0.0.1:9000 s3.path.style.access=true"; the keys are best left to
+                      AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (s3.access-key / s3.secret-key given here become
+                      the connection's login and password, which Airflow masks)
+    DEMO_DIR          the demo's folder (default: demo/)
+    DEMO_DAYS, DEMO_ROWS   days run (default 7, a whole week) and orders in the first load (default 200,000)
 """
 
 from __future__ import annotations
@@ -21,16 +31,49 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / "demo"
+WORK = Path(os.environ.get("DEMO_DIR") or ROOT / "demo").resolve()
 HOME = WORK / "airflow"
-WAREHOUSE = WORK / "warehouse"
+WAREHOUSE = os.environ.get("DEMO_WAREHOUSE") or str(WORK / "warehouse")
 INCOMING = WORK / "incoming"
 TABLE = "demo.orders"
 CDC_TABLE = "demo.orders_cdc"
 REPLICA = "demo.orders_replica"
 EXPORTS = WORK / "exports"
-DAYS = 7  # a whole week, so the Sunday compaction and orphan cleanup run too
-HISTORY_ROWS = 200_000
+DAYS = int(os.environ.get("DEMO_DAYS") or 7)  # a whole week, so the Sunday compaction and orphan cleanup run too
+HISTORY_ROWS = int(os.environ.get("DEMO_ROWS") or 200_000)
+
+
+def store_options(text: str) -> dict[str, str]:
+    """``"k=v k=v"`` -> options; anything without ``=`` is refused naming it."""
+    options = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"DEMO_OPTIONS: {item!r} is not key=value")
+        options[key] = value
+    return options
+
+
+OPTIONS = store_options(os.environ.get("DEMO_OPTIONS", ""))
+
+
+def catalog():
+    from airflow_paimon.format import Catalog
+
+    return Catalog(WAREHOUSE, OPTIONS)
+
+
+def paimon_connection() -> str:
+    """The ``paimon_default`` connection: the warehouse and its options, keys as login and password."""
+    extra = {"warehouse": WAREHOUSE, **{k: v for k, v in OPTIONS.items() if k not in SECRET_OPTIONS}}
+    connection: dict = {"conn_type": "paimon", "extra": extra}
+    for option, field in SECRET_OPTIONS.items():
+        if option in OPTIONS:
+            connection[field] = OPTIONS[option]
+    return json.dumps(connection)
+
+
+SECRET_OPTIONS = {"s3.access-key": "login", "s3.secret-key": "password"}
 
 
 def configure_environment() -> None:
@@ -43,13 +86,13 @@ def configure_environment() -> None:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{HOME}/airflow.db",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": str(WAREHOUSE)}}),
+        "AIRFLOW_CONN_PAIMON_DEFAULT": paimon_connection(),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "PAIMON_MERGE_TABLE": TABLE,
         "PAIMON_MERGE_INCOMING": str(INCOMING),
         "PAIMON_MERGE_SHUFFLE_PARTITIONS": "4",
         "PAIMON_DAILY_TAGS_TABLE": TABLE,
-        "PAIMON_WAREHOUSE": str(WAREHOUSE),
+        "PAIMON_WAREHOUSE": WAREHOUSE,
         "PAIMON_CHANGE_FEED_SOURCE": TABLE,
         "PAIMON_CHANGE_FEED_TABLE": CDC_TABLE,
         "PAIMON_CHANGE_FEED_REPLICA": REPLICA,
@@ -73,15 +116,13 @@ def create_history(first_day: dt.date):
     import numpy as np
     import pyarrow as pa
 
-    from airflow_paimon.format import Catalog
-
-    catalog = Catalog(str(WAREHOUSE))
-    catalog.create_database("demo", ignore_if_exists=True)
-    if catalog.table_exists(TABLE):
-        return catalog.get_table(TABLE)
+    cat = catalog()
+    cat.create_database("demo", ignore_if_exists=True)
+    if cat.table_exists(TABLE):
+        return cat.get_table(TABLE)
     schema = pa.schema([("id", pa.int64()), ("customer", pa.string()), ("status", pa.string()),
                         ("amount", pa.float64()), ("updated_at", pa.timestamp("us"))])
-    table = catalog.create_table(TABLE, schema, primary_keys=["id"], options={
+    table = cat.create_table(TABLE, schema, primary_keys=["id"], options={
         "bucket": "4",
         "sequence.field": "updated_at",
         # Small retention so that the demo's expiry has something to do.
@@ -137,16 +178,14 @@ def create_change_tables(first_day: dt.date) -> None:
     """The change-feed DAG's tables, created once: the lookup-changelog table loaded with the merged table as of
     the first day's tag (and tagged that day, so the next day's export has a start), the replica, and the
     replica's consumer on the changelog table from its first snapshot (the replica gets the load too)."""
-    from airflow_paimon.format import Catalog
-
-    catalog = Catalog(str(WAREHOUSE))
-    if catalog.table_exists(CDC_TABLE):
+    cat = catalog()
+    if cat.table_exists(CDC_TABLE):
         return
-    source = catalog.get_table(TABLE)
+    source = cat.get_table(TABLE)
     day = first_day.isoformat()
-    cdc = catalog.create_table(CDC_TABLE, source.arrow_schema(), primary_keys=["id"],
+    cdc = cat.create_table(CDC_TABLE, source.arrow_schema(), primary_keys=["id"],
                                options={"bucket": "4", "changelog-producer": "lookup"})
-    catalog.create_table(REPLICA, source.arrow_schema(), primary_keys=["id"], options={"bucket": "4"})
+    cat.create_table(REPLICA, source.arrow_schema(), primary_keys=["id"], options={"bucket": "4"})
     cdc.consumers.create("replica")
     cdc.write(source.read(tag=day), commit_user="demo:initial-load", commit_identifier=1)
     cdc.create_tag(day)
@@ -195,7 +234,8 @@ def run_days(days: list[dt.date], dag_id: str = "paimon_merge_incremental") -> d
     logs.mkdir(exist_ok=True)
     for day in days:
         log = logs / f"{dag_id}-{day}.log"
-        print(f"  {dag_id} for {day} (log: {log.relative_to(ROOT)}) ...", end=" ", flush=True)
+        shown = log.relative_to(ROOT) if log.is_relative_to(ROOT) else log
+        print(f"  {dag_id} for {day} (log: {shown}) ...", end=" ", flush=True)
         # The run of day D has the data interval [D, D+1) and its logical date is when that interval ends.
         after = day + dt.timedelta(days=1)
         with redirected_output(log):
@@ -227,9 +267,7 @@ def print_table(title: str, header: list[str], rows: list[list]) -> None:
 
 
 def report(results: dict[str, dict]) -> None:
-    from airflow_paimon.format import Catalog
-
-    table = Catalog(str(WAREHOUSE)).get_table(TABLE)
+    table = catalog().get_table(TABLE)
     runs = []
     for day, r in results.items():
         merge = r["xcom"].get("merge_increment") or {}
@@ -253,15 +291,14 @@ def report(results: dict[str, dict]) -> None:
                 else f"Snapshots kept ({len(snaps)})",
                 ["snapshot", "kind", "committed (UTC)", "records in files"], kept)
     print(f"\nLatest snapshot: {table.read(columns=['id']).num_rows} orders. "
-          f"Warehouse: {WAREHOUSE}\nTry: .venv/bin/airflow-paimon tags {TABLE} --warehouse {WAREHOUSE}\n"
+          f"Warehouse: {WAREHOUSE}\nTry: .venv/bin/airflow-paimon tags {TABLE} --warehouse {WAREHOUSE}"
+          + "".join(f" --option {k}=..." for k in OPTIONS) + "\n"
           "Open the Airflow UI on the same home with: make airflow")
 
 
 def report_changes(days: list[dt.date]) -> None:
     """Each day's changes of the lookup-changelog table by `_change_type`, from the exports' manifests."""
-    from airflow_paimon.format import Catalog
-
-    catalog = Catalog(str(WAREHOUSE))
+    cat = catalog()
     kinds = ["insert", "update_preimage", "update_postimage", "delete"]
     lines = []
     for day in days:
@@ -269,7 +306,7 @@ def report_changes(days: list[dt.date]) -> None:
         counts = manifest["counts"]
         lines.append([day.isoformat(), f"({manifest['start']}, {manifest['end']}]"]
                      + [counts.get(k, 0) for k in kinds] + [manifest["rows"]])
-    cdc, replica = catalog.get_table(CDC_TABLE), catalog.get_table(REPLICA)
+    cdc, replica = cat.get_table(CDC_TABLE), cat.get_table(REPLICA)
     print(f"\n{REPLICA}: {replica.read(columns=['id']).num_rows} rows, {cdc.read(columns=['id']).num_rows} in "
           f"{CDC_TABLE}; exports under {EXPORTS}")
     print_table(f"Changes of {CDC_TABLE} per day (changelog-producer = lookup, exported by paimon_change_feed)",

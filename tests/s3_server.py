@@ -43,7 +43,7 @@ class S3Server:
         return name
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -54,7 +54,7 @@ def s3_server() -> Iterator[S3Server]:
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
@@ -71,4 +71,4 @@ def s3_warehouse(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"s3://{s3_server.new_bucket()}/warehouse"
 
 
-__all__ = ["S3Server", "s3_server", "s3_warehouse", "ACCESS_KEY", "SECRET_KEY", "REGION"]
+__all__ = ["S3Server", "free_port", "s3_server", "s3_warehouse", "ACCESS_KEY", "SECRET_KEY", "REGION"]

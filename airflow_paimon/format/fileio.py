@@ -1,4 +1,5 @@
-"""Filesystem access for tables: local paths and any URI pyarrow's filesystems understand.
+"""Filesystem access for tables: local paths, ``s3://``, ``gs://``, ``abfs://`` and any URI pyarrow's filesystems
+understand.
 
 The one operation a commit relies on is `create_exclusive`: the snapshot file must be created only if absent,
 atomically. On a local or POSIX filesystem a hard link of a finished temporary file gives exactly that. On an
@@ -20,8 +21,17 @@ import pyarrow.fs as pafs
 
 from .commit_lock import locked
 from .errors import InvalidOptionError, UnsafeStoreError
-from .object_store import OBJECT_STORE_SCHEMES, ConditionalStore, split_uri
-from .store_options import CONDITIONAL_WRITES, LOCK_DIR, LOCK_ENABLED, flag, s3_filesystem_arguments, warn_about
+from .object_store import OBJECT_STORE_SCHEMES, ConditionalStore, ObjectVersion, split_uri
+from .store_options import (
+    CONDITIONAL_WRITES,
+    LOCK_DIR,
+    LOCK_ENABLED,
+    azure_settings,
+    flag,
+    gcs_settings,
+    s3_filesystem_arguments,
+    warn_about,
+)
 
 
 @dataclass(frozen=True)
@@ -43,10 +53,19 @@ class FileIO:
         self._lock_dir = options.get(LOCK_DIR) or None
         self._stores: dict[str, ConditionalStore] = {}
         self._probed: dict[str, bool] = {}
+        # An Azure URI names its container as ``container@account.host``; pyarrow's paths start at the container.
+        self._azure_authority: tuple[str, str] | None = None
         if "://" in warehouse and not warehouse.startswith("file://"):
-            scheme = warehouse.split("://", 1)[0]
+            scheme, bucket, _ = split_uri(warehouse)
             if scheme in ("s3", "s3a", "s3n", "oss"):
                 self.fs: pafs.FileSystem = pafs.S3FileSystem(**s3_filesystem_arguments(options, scheme))
+            elif scheme in ("gs", "gcs"):
+                self.fs = pafs.GcsFileSystem(**gcs_settings(options).pyarrow_arguments())
+            elif scheme in ("abfs", "abfss", "az"):
+                azure = azure_settings(options, bucket)
+                self.fs = pafs.AzureFileSystem(**azure.pyarrow_arguments())
+                if bucket != azure.container:
+                    self._azure_authority = (bucket, azure.container)
             else:
                 self.fs, _ = pafs.FileSystem.from_uri(warehouse)
             self._prefix = scheme + "://"
@@ -64,9 +83,13 @@ class FileIO:
         if path.startswith("file://"):
             return path[len("file://"):]
         if self._prefix and path.startswith(self._prefix):
-            return path[len(self._prefix):]
-        if "://" in path:
-            return path.split("://", 1)[1]
+            path = path[len(self._prefix):]
+        elif "://" in path:
+            path = path.split("://", 1)[1]
+        if self._azure_authority is not None:
+            authority, container = self._azure_authority
+            if path == authority or path.startswith(authority + "/"):
+                return container + path[len(authority):]
         return path
 
     def exists(self, path: str) -> bool:
@@ -183,7 +206,7 @@ class FileIO:
                 self.write_bytes(path, data)
                 return True
         uri = self._uri(path)
-        if not isinstance(version, str):
+        if not isinstance(version, ObjectVersion):
             raise InvalidOptionError(f"{path}: version {version!r} does not come from read_versioned")
         return self._store(uri).replace(uri, data, version)
 
@@ -221,6 +244,9 @@ class FileIO:
                 yield self._info(i)
 
     def list_subdirs(self, path: str) -> list[str]:
+        if self._object_store:
+            uri = self._uri(path)
+            return self._store(uri).subdirs(uri)
         sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=False)
         return [i.base_name for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.Directory]
 
@@ -244,7 +270,11 @@ class FileIO:
 
     def _info(self, i: pafs.FileInfo) -> FileInfo:
         mtime = i.mtime_ns // 1_000_000 if i.mtime_ns is not None else 0
-        return FileInfo(self._prefix + i.path if self._prefix else i.path, i.size or 0, mtime)
+        path = i.path
+        if self._azure_authority is not None:
+            authority, container = self._azure_authority
+            path = authority + path[len(container):]
+        return FileInfo(self._prefix + path if self._prefix else path, i.size or 0, mtime)
 
     def fs_path(self, path: str) -> str:
         return self._p(path)

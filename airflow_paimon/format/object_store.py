@@ -13,20 +13,23 @@ once per store with two creates of one scratch object: the second must be refuse
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import obstore
 from obstore.exceptions import AlreadyExistsError, GenericError, NotFoundError, PreconditionError
 from obstore.store import AzureStore, GCSStore, S3Store
 
-from .store_options import s3_filesystem_arguments
+from .store_options import azure_settings, gcs_settings, s3_filesystem_arguments
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, S3Config
+    from obstore import UpdateVersion
+    from obstore.store import AzureConfig, ClientConfig, GCSConfig, S3Config
 
-__all__ = ["OBJECT_STORE_SCHEMES", "ConditionalStore", "split_uri"]
+__all__ = ["OBJECT_STORE_SCHEMES", "ConditionalStore", "ObjectVersion", "split_uri"]
 
 OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az")
 
@@ -69,6 +72,44 @@ def _s3_config(options: Mapping[str, str], scheme: str) -> tuple[dict[str, Any],
     return config, client
 
 
+def _http_client(url: str | None) -> dict[str, Any]:
+    return {"allow_http": True} if url and url.startswith("http://") else {}
+
+
+def _gcs_store(bucket: str, options: Mapping[str, str]) -> GCSStore:
+    settings = gcs_settings(options)
+    config: dict[str, Any] = {}
+    if settings.root_url:
+        config["base_url"] = settings.root_url.rstrip("/")
+    if settings.anonymous:
+        # object_store's own way to reach an emulator without signing: `skip_signature` still fetches a token
+        # from the metadata server before a DELETE.
+        config["service_account_key"] = json.dumps({
+            "gcs_base_url": config.get("base_url", "https://storage.googleapis.com"), "disable_oauth": True,
+            "client_email": "", "private_key": "", "private_key_id": ""})
+    return GCSStore(bucket, config=cast("GCSConfig", config),
+                    client_options=cast("ClientConfig", _http_client(settings.root_url)))
+
+
+def _azure_store(bucket: str, options: Mapping[str, str]) -> AzureStore:
+    settings = azure_settings(options, bucket)
+    config: dict[str, Any] = {}
+    for name, value in (("account_name", settings.account_name), ("account_key", settings.account_key),
+                        ("endpoint", settings.endpoint)):
+        if value:
+            config[name] = value
+    return AzureStore(settings.container, config=cast("AzureConfig", config),
+                      client_options=cast("ClientConfig", _http_client(settings.endpoint)))
+
+
+@dataclass(frozen=True)
+class ObjectVersion:
+    """What a compare-and-swap compares: S3 and Azure the e-tag, GCS the object's generation (its `version`)."""
+
+    e_tag: str | None
+    version: str | None
+
+
 class ConditionalStore:
     """The create-if-absent and compare-and-swap writes of one bucket (or container)."""
 
@@ -80,11 +121,9 @@ class ConditionalStore:
             config, client = _s3_config(options, scheme)
             self.store = S3Store(bucket, config=cast("S3Config", config), client_options=cast("ClientConfig", client))
         elif scheme in ("gs", "gcs"):
-            self.store = GCSStore(bucket)
+            self.store = _gcs_store(bucket, options)
         elif scheme in ("abfs", "abfss", "az"):
-            container, _, host = bucket.partition("@")
-            account = host.split(".", 1)[0] if host else None
-            self.store = AzureStore(container, account_name=account) if account else AzureStore(container)
+            self.store = _azure_store(bucket, options)
         else:
             raise ValueError(f"no conditional writes for {scheme}:// warehouses")
 
@@ -119,23 +158,31 @@ class ConditionalStore:
         except (NotFoundError, FileNotFoundError):
             pass
 
-    def read_versioned(self, uri: str) -> tuple[bytes, str | None] | None:
-        """The object's bytes and its e-tag (None when the store gives none); None when absent."""
+    def read_versioned(self, uri: str) -> tuple[bytes, ObjectVersion] | None:
+        """The object's bytes and its version; None when absent."""
         try:
             result = obstore.get(self.store, self._key(uri))
         except (NotFoundError, FileNotFoundError):
             return None
-        return bytes(result.bytes()), result.meta.get("e_tag")
+        return bytes(result.bytes()), ObjectVersion(result.meta.get("e_tag"), result.meta.get("version"))
 
-    def replace(self, uri: str, data: bytes, e_tag: str) -> bool:
-        """Overwrite the object only if its e-tag is still `e_tag`; False when another writer changed it."""
+    def replace(self, uri: str, data: bytes, version: ObjectVersion) -> bool:
+        """Overwrite the object only if it is still at `version`; False when another writer changed it."""
+        mode: dict[str, str] = {k: v for k, v in (("e_tag", version.e_tag), ("version", version.version)) if v}
         try:
-            obstore.put(self.store, self._key(uri), data, mode={"e_tag": e_tag})
+            obstore.put(self.store, self._key(uri), data, mode=cast("UpdateVersion", mode))
         except Exception as e:
             if _lost_race(e):
                 return False
             raise
         return True
+
+    def subdirs(self, directory_uri: str) -> list[str]:
+        """The names of the "folders" right below `directory_uri`: the common prefixes of one delimited listing.
+        pyarrow's GCS filesystem lists only folders that have a marker object, which nothing here writes."""
+        key = self._key(directory_uri).rstrip("/")
+        listed = obstore.list_with_delimiter(self.store, f"{key}/" if key else None)
+        return [prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in listed["common_prefixes"]]
 
     def probe(self, directory_uri: str) -> bool:
         """True when the store refuses a second create of one object (it honours create-if-absent)."""
@@ -146,4 +193,4 @@ class ConditionalStore:
                 return False
             return not self.create(uri, b"2")
         finally:
-            obstore.delete(self.store, key)
+            self.delete(uri)   # absent when the first create failed: its error is the one to report

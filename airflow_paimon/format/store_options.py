@@ -6,6 +6,17 @@ same suffix (``fs.s3a.access.key`` ...), and pypaimon reads ``fs.s3.accessKeyId`
 accepted here. For ``oss://`` warehouses Paimon's names are ``fs.oss.endpoint``, ``fs.oss.accessKeyId``,
 ``fs.oss.accessKeySecret`` and ``fs.oss.securityToken``.
 
+Google Cloud Storage (``gs://``): Paimon hands every ``fs.gs.``/``gs.`` key to Hadoop's GCS connector, whose
+``fs.gs.storage.root.url`` names the API's root (an emulator's address), ``fs.gs.auth.type`` the way to sign
+(``UNAUTHENTICATED`` for an emulator) and ``fs.gs.project.id`` the project; pypaimon reads ``gcs.project-id``.
+Credentials otherwise come from the environment (``GOOGLE_APPLICATION_CREDENTIALS``, the metadata server).
+
+Azure (``abfs://``, ``abfss://``, ``az://``): Paimon hands every ``fs.azure.``/``azure.`` key to Hadoop's ABFS,
+whose account key is ``fs.azure.account.key.<account>.dfs.core.windows.net`` (or ``.blob.``), which Paimon also
+accepts as plain ``fs.azure.account.key``. Hadoop has no name for a blob endpoint of one's own (Azurite's
+``http://127.0.0.1:10000/devstoreaccount1``): this library reads ``fs.azure.endpoint``; the account is the host
+of ``abfs://container@account.dfs.core.windows.net/...``, else ``fs.azure.account.name``.
+
 ``s3.path-style-access``, this library's former spelling, still works but warns (FutureWarning). A key that no
 rule here reads is named in a warning instead of being ignored silently: a misspelt endpoint otherwise shows up
 only as an access error against AWS. Without ``s3.endpoint``, the endpoint is ``AWS_ENDPOINT_URL_S3`` or
@@ -15,14 +26,16 @@ only as an access error against AWS. Without ``s3.endpoint``, the endpoint is ``
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidOptionError
 
-__all__ = ["CONDITIONAL_WRITES", "DEPRECATED_OPTIONS", "FilesystemOptionWarning", "LOCK_DIR", "LOCK_ENABLED", "flag",
-           "s3_filesystem_arguments"]
+__all__ = ["AzureSettings", "CONDITIONAL_WRITES", "DEPRECATED_OPTIONS", "FilesystemOptionWarning", "GcsSettings",
+           "LOCK_DIR", "LOCK_ENABLED", "azure_settings", "flag", "gcs_settings", "s3_filesystem_arguments"]
 
 LOCK_ENABLED = "lock.enabled"
 """Paimon's catalog option: serialise commits per table with a lock (here a host lock, commit_lock.py)."""
@@ -57,6 +70,20 @@ _OSS_KEYS: dict[str, tuple[str, ...]] = {
     "region": ("fs.oss.region",),
 }
 
+_GCS_KEYS: dict[str, tuple[str, ...]] = {
+    "root_url": ("fs.gs.storage.root.url", "gs.storage.root.url"),
+    "auth_type": ("fs.gs.auth.type", "gs.auth.type"),
+    "project_id": ("fs.gs.project.id", "gs.project.id", "gcs.project-id"),
+}
+
+_AZURE_KEYS: dict[str, tuple[str, ...]] = {
+    "account_name": ("fs.azure.account.name", "azure.account.name"),
+    "account_key": ("fs.azure.account.key", "azure.account.key"),
+    "endpoint": ("fs.azure.endpoint", "azure.endpoint"),
+}
+# Hadoop's per-account key names, which Paimon passes through (``azure.`` becomes ``fs.azure.``).
+_AZURE_ACCOUNT_KEY = re.compile(r"^(fs\.)?azure\.account\.key\.(?P<account>[^.]+)\.(dfs|blob)\.core\.windows\.net$")
+
 DEPRECATED_OPTIONS = {"s3.path-style-access": "s3.path.style.access"}
 """Former spellings of this library -> Paimon's documented name."""
 
@@ -68,7 +95,8 @@ def _s3_keys() -> dict[str, tuple[str, ...]]:
 def known_options() -> set[str]:
     """Every option name a filesystem of this library reads."""
     names = {key for keys in _s3_keys().values() for key in keys}
-    names.update(key for keys in _OSS_KEYS.values() for key in keys)
+    for table in (_OSS_KEYS, _GCS_KEYS, _AZURE_KEYS):
+        names.update(key for keys in table.values() for key in keys)
     names.update((LOCK_ENABLED, LOCK_DIR, CONDITIONAL_WRITES))
     return names
 
@@ -98,7 +126,7 @@ def warn_about(options: Mapping[str, str]) -> None:
         if old in options:
             warnings.warn(f"filesystem option {old!r} is deprecated: use Paimon's name {new!r}", FutureWarning,
                           stacklevel=3)
-    unknown = sorted(set(options) - known_options())
+    unknown = sorted(k for k in set(options) - known_options() if not _AZURE_ACCOUNT_KEY.match(k))
     if unknown:
         warnings.warn(f"filesystem option(s) {', '.join(repr(k) for k in unknown)} are not read by airflow-paimon "
                       f"and are ignored; the options it reads include {', '.join(sorted(_PAIMON_NAMES))}",
@@ -106,7 +134,9 @@ def warn_about(options: Mapping[str, str]) -> None:
 
 
 _PAIMON_NAMES = ("s3.endpoint", "s3.access-key", "s3.secret-key", "s3.session-token", "s3.region",
-                 "s3.path.style.access", "fs.oss.endpoint", "fs.oss.accessKeyId", "fs.oss.accessKeySecret")
+                 "s3.path.style.access", "fs.oss.endpoint", "fs.oss.accessKeyId", "fs.oss.accessKeySecret",
+                 "fs.gs.storage.root.url", "fs.gs.auth.type", "fs.gs.project.id", "fs.azure.account.key",
+                 "fs.azure.endpoint")
 
 
 def s3_filesystem_arguments(options: Mapping[str, str], scheme: str) -> dict[str, Any]:
@@ -142,3 +172,82 @@ def s3_filesystem_arguments(options: Mapping[str, str], scheme: str) -> dict[str
             kwargs["scheme"] = "http"
         kwargs["endpoint_override"] = endpoint.split("://", 1)[-1]
     return kwargs
+
+
+@dataclass(frozen=True)
+class GcsSettings:
+    """How to reach a ``gs://`` warehouse; pyarrow's GCS filesystem (data files) and obstore (metadata, conditional
+    writes) are both built from it, so they talk to the same service the same way."""
+
+    root_url: str | None
+    anonymous: bool
+    project_id: str | None
+
+    def pyarrow_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of ``pyarrow.fs.GcsFileSystem``."""
+        kwargs: dict[str, Any] = {"anonymous": self.anonymous}
+        if self.root_url:
+            scheme, _, authority = self.root_url.rstrip("/").partition("://")
+            kwargs.update(scheme=scheme, endpoint_override=authority)
+        if self.project_id:
+            kwargs["project_id"] = self.project_id
+        return kwargs
+
+
+def gcs_settings(options: Mapping[str, str]) -> GcsSettings:
+    """Without options, the root URL is ``GOOGLE_BASE_URL``, as obstore reads it (so both clients agree)."""
+    auth = (_first(options, _GCS_KEYS["auth_type"]) or "").strip().upper()
+    if auth and auth not in _GCS_AUTH_TYPES:
+        raise InvalidOptionError(f"filesystem option fs.gs.auth.type: {auth!r} is not one of "
+                                 f"{', '.join(sorted(_GCS_AUTH_TYPES))}")
+    root_url = _first(options, _GCS_KEYS["root_url"]) or os.environ.get("GOOGLE_BASE_URL") or None
+    return GcsSettings(root_url, auth == "UNAUTHENTICATED", _first(options, _GCS_KEYS["project_id"]))
+
+
+# The GCS connector's authentication types; only UNAUTHENTICATED changes anything here (the others are what the
+# environment's credentials already give).
+_GCS_AUTH_TYPES = {"UNAUTHENTICATED", "APPLICATION_DEFAULT", "COMPUTE_ENGINE", "SERVICE_ACCOUNT_JSON_KEYFILE",
+                   "USER_CREDENTIALS", "ACCESS_TOKEN_PROVIDER"}
+
+
+@dataclass(frozen=True)
+class AzureSettings:
+    """How to reach an Azure warehouse's container, for pyarrow's Azure filesystem and for obstore alike."""
+
+    container: str
+    account_name: str | None
+    account_key: str | None
+    endpoint: str | None
+
+    def pyarrow_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of ``pyarrow.fs.AzureFileSystem``: an endpoint of one's own (an emulator) serves the
+        blob and the data-lake API on one address."""
+        if not self.account_name:
+            raise InvalidOptionError("Azure warehouse without an account: use abfs://container@ACCOUNT.dfs.core."
+                                     "windows.net/... or the filesystem option fs.azure.account.name")
+        kwargs: dict[str, Any] = {"account_name": self.account_name}
+        if self.account_key:
+            kwargs["account_key"] = self.account_key
+        if self.endpoint:
+            scheme, _, rest = self.endpoint.partition("://")
+            authority = rest.split("/", 1)[0]
+            kwargs.update(blob_storage_authority=authority, blob_storage_scheme=scheme,
+                          dfs_storage_authority=authority, dfs_storage_scheme=scheme)
+        return kwargs
+
+
+def azure_settings(options: Mapping[str, str], bucket: str) -> AzureSettings:
+    """`bucket` is the URI's authority: ``container`` or ``container@account.dfs.core.windows.net``. What the
+    options leave out comes from ``AZURE_STORAGE_ACCOUNT_NAME``, ``AZURE_STORAGE_ACCOUNT_KEY`` and
+    ``AZURE_STORAGE_ENDPOINT``, the variables obstore reads, so pyarrow's filesystem and obstore agree."""
+    container, _, host = bucket.partition("@")
+    env = os.environ
+    account = (host.split(".", 1)[0] if host else _first(options, _AZURE_KEYS["account_name"])) or \
+        env.get("AZURE_STORAGE_ACCOUNT_NAME") or None
+    key = _first(options, _AZURE_KEYS["account_key"])
+    for name, value in options.items():
+        found = _AZURE_ACCOUNT_KEY.match(name)
+        if found and found.group("account") == account and value:
+            key = str(value)
+    endpoint = _first(options, _AZURE_KEYS["endpoint"]) or env.get("AZURE_STORAGE_ENDPOINT") or None
+    return AzureSettings(container, account, key or env.get("AZURE_STORAGE_ACCOUNT_KEY") or None, endpoint)

@@ -12,7 +12,8 @@ The connection holds the warehouse and the filesystem options::
   ``extra.options`` object is merged in as well).
 * ``login`` and ``password`` become the access-key and secret-key options: ``s3.access-key`` and
   ``s3.secret-key`` for ``s3://``/``s3a://``/``s3n://`` warehouses, ``fs.oss.accessKeyId`` and
-  ``fs.oss.accessKeySecret`` for ``oss://``, or whatever ``extra.access_key_option`` /
+  ``fs.oss.accessKeySecret`` for ``oss://``, ``fs.azure.account.name`` and ``fs.azure.account.key`` for
+  ``abfs://``/``abfss://``/``az://``, or whatever ``extra.access_key_option`` /
   ``extra.secret_key_option`` name. The secret is masked in task logs and never shown by ``repr``.
 """
 
@@ -49,11 +50,16 @@ _CREDENTIAL_OPTIONS = {
     "s3a": ("s3.access-key", "s3.secret-key"),
     "s3n": ("s3.access-key", "s3.secret-key"),
     "oss": ("fs.oss.accessKeyId", "fs.oss.accessKeySecret"),
+    # Azure: the storage account and its key (Hadoop ABFS's names, as Paimon passes them on)
+    "abfs": ("fs.azure.account.name", "fs.azure.account.key"),
+    "abfss": ("fs.azure.account.name", "fs.azure.account.key"),
+    "az": ("fs.azure.account.name", "fs.azure.account.key"),
 }
 _DEFAULT_CREDENTIAL_OPTIONS = _CREDENTIAL_OPTIONS["s3"]
 
 # Option names whose values are secrets (masked in logs, hidden in repr).
-_SENSITIVE_WORDS = ("secret", "password", "passwd", "token", "private", "credential", "sas", "accesskeysecret")
+_SENSITIVE_WORDS = ("secret", "password", "passwd", "token", "private", "credential", "sas", "accesskeysecret",
+                    "account.key")
 
 
 class PaimonConnectionNotFound(AirflowNotFoundException):

@@ -88,6 +88,17 @@ def test_other_connection_id_and_form_style_extras(monkeypatch):
     assert hook.options == {"fs.oss.endpoint": "oss-cn-hangzhou.aliyuncs.com", "fs.oss.accessKeySecret": SECRET}
 
 
+def test_azure_account_and_key_from_login_and_password(monkeypatch, fake_catalog):
+    set_connection(monkeypatch, login="lake", password=SECRET,
+                   extra={"warehouse": "az://box/wh", "fs.azure.endpoint": "http://127.0.0.1:10000/lake",
+                          "fs.azure.account.key.other.dfs.core.windows.net": "other-" + SECRET})
+    hook = PaimonHook()
+    assert hook.options == {"fs.azure.endpoint": "http://127.0.0.1:10000/lake", "fs.azure.account.name": "lake",
+                            "fs.azure.account.key": SECRET,
+                            "fs.azure.account.key.other.dfs.core.windows.net": "other-" + SECRET}
+    assert SECRET not in repr(hook)
+
+
 def test_custom_credential_options_and_overrides(monkeypatch):
     set_connection(
         monkeypatch,

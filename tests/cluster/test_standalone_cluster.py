@@ -1,7 +1,9 @@
 """The merge, compaction and orphan-cleanup applications on a Spark standalone cluster (a master and two workers,
 each with a Python that lacks ``airflow_paimon``), submitted by the operators under real Airflow (``dag.test()``):
 the tables equal what ``local[2]`` makes of the same inputs, every application ran tasks on both workers, and
-pypaimon reads the result."""
+pypaimon reads the result. The warehouse is a local folder, then a bucket on the local S3 server, where the
+executors write the data files and the driver commits with conditional writes. Last, executors on both workers
+race single-row commits to one table on the S3 server."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import os
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,7 +56,8 @@ DAG_FILE = textwrap.dedent(
                 clauses=[matched_delete(condition="s.op = 'D'"), matched_update(set="*"),
                          not_matched_insert(values="*", condition="s.op <> 'D'")], **spark)
             compact = CompactOperator(task_id="compact", table="db.orders", engine="spark", **spark)
-            orphans = RemoveOrphanFilesOperator(task_id="orphans", table="db.orders", older_than="1 d", **spark)
+            orphans = RemoveOrphanFilesOperator(task_id="orphans", table="db.orders", allow_recent=True,
+                                                older_than="{{ dag_run.conf['older_than'] }}", **spark)
             merge >> compact >> orphans
         return dag
 
@@ -63,25 +67,44 @@ DAG_FILE = textwrap.dedent(
 )
 
 
-@pytest.fixture(params=["file"])
-def warehouses(request, tmp_path):
-    """Two empty warehouses on the store under test (one for the cluster's run, one for local[2]); "file": a local
-    folder that every process of the cluster shares."""
-    return {name: str(tmp_path / name) for name in ("cluster", "local")}
+@dataclass(frozen=True)
+class Store:
+    """Where the test's two warehouses live (one for the cluster's run, one for local[2]), with the catalog
+    options that open them and the orphan cleanup's ``older_than`` that makes the planted stray file eligible."""
+
+    warehouses: dict[str, str]
+    options: dict[str, str]
+    older_than: str
 
 
-def history_table(warehouse: str):
-    """db.orders: 60 rows in two commits, two buckets, and a stray file two days old that nothing references."""
-    cat = Catalog(warehouse)
+@pytest.fixture(params=["file", pytest.param("s3", marks=pytest.mark.objectstore)])
+def store(request, tmp_path) -> Store:
+    """The store of the test's warehouses. "file": local folders that every process of the cluster shares;
+    "s3": buckets on the local S3 server, reached by the driver and both workers' executors with the connection's
+    options alone (the cluster's processes started without any AWS variables). An object store dates an object at
+    its upload and cannot backdate it, so there the stray file is made eligible with an ``older_than`` in the
+    future."""
+    if request.param == "file":
+        return Store({name: str(tmp_path / name) for name in ("cluster", "local")}, {}, "1 d")
+    server = request.getfixturevalue("s3_server")
+    return Store({name: f"s3://{server.new_bucket()}/warehouse" for name in ("cluster", "local")}, server.options(),
+                 "2100-01-01T00:00:00+00:00")
+
+
+def history_table(warehouse: str, options: dict[str, str]):
+    """db.orders: 60 rows in two commits, two buckets, and a stray file (two days old on a disk) that nothing
+    references."""
+    cat = Catalog(warehouse, options)
     cat.create_database("db")
     table = cat.create_table(TABLE, SCHEMA, primary_keys=["id"], options={"bucket": "2"})
     for ids in (range(0, 40), range(30, 60)):
         table.write(pa.Table.from_pylist([{"id": i, "customer": f"c{i}", "amount": float(i)} for i in ids],
                                          schema=SCHEMA))
     stray = f"{table.bucket_dir((), 0)}/data-stray.parquet"
-    Path(stray).write_bytes(b"left by a killed job")
-    old = time.time() - 2 * 86400
-    os.utime(stray, (old, old))
+    table.io.write_bytes(stray, b"left by a killed job")
+    if "://" not in warehouse:
+        old = time.time() - 2 * 86400
+        os.utime(stray, (old, old))
     return table
 
 
@@ -111,17 +134,22 @@ def run(dag, conf: dict) -> tuple[str, dict[str, str], dict[str, dict]]:
     return str(dr.state), {ti.task_id: str(ti.state) for ti in tis}, xcoms
 
 
-def snapshots_read(warehouse: str) -> list[tuple[str, list[dict]]]:
+def snapshots_read(warehouse: str, options: dict[str, str]) -> list[tuple[str, list[dict]]]:
     """Every snapshot of db.orders: its commit kind and its rows."""
-    table = Catalog(warehouse).get_table(TABLE)
+    table = Catalog(warehouse, options).get_table(TABLE)
     return [(s.commit_kind, canonical(table.read(snapshot_id=s.id), ["id"])) for s in table.snapshots()]
 
 
-def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, warehouses, tmp_path, monkeypatch):
+def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, store, tmp_path, monkeypatch):
+    warehouses = store.warehouses
+    secrets = {"s3.access-key", "s3.secret-key"}
     for name, warehouse in warehouses.items():
-        monkeypatch.setenv(f"AIRFLOW_CONN_PAIMON_{name.upper()}",
-                           json.dumps({"conn_type": "paimon", "extra": {"warehouse": warehouse}}))
-        history_table(warehouse)
+        extra = {"warehouse": warehouse, **{k: v for k, v in store.options.items() if k not in secrets}}
+        connection = {"conn_type": "paimon", "extra": extra}
+        if store.options:   # the keys as a user keeps them: login and password
+            connection.update(login=store.options["s3.access-key"], password=store.options["s3.secret-key"])
+        monkeypatch.setenv(f"AIRFLOW_CONN_PAIMON_{name.upper()}", json.dumps(connection))
+        history_table(warehouse, store.options)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps(
         {"conn_type": "spark", "host": "spark://127.0.0.1", "port": spark_cluster.port}))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
@@ -137,7 +165,8 @@ def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, 
     for name in warehouses:
         events = tmp_path / f"events-{name}"
         events.mkdir()
-        results[name] = run(dags[f"upkeep_on_{name}"], {"source": source, "event_log": str(events)})
+        results[name] = run(dags[f"upkeep_on_{name}"], {"source": source, "event_log": str(events),
+                                                         "older_than": store.older_than})
 
     for name, (state, tasks, _) in results.items():
         assert state == "success", (name, tasks)
@@ -146,9 +175,9 @@ def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, 
     assert cluster["compact"]["status"] == local["compact"]["status"] == "committed"
     assert cluster["orphans"]["files_deleted"] == local["orphans"]["files_deleted"] == 1
     # The same tables, snapshot by snapshot: two writes, the merge, the compaction.
-    ours = snapshots_read(warehouses["cluster"])
+    ours = snapshots_read(warehouses["cluster"], store.options)
     assert [kind for kind, _ in ours] == ["APPEND", "APPEND", "APPEND", "COMPACT"]
-    assert ours == snapshots_read(warehouses["local"])
+    assert ours == snapshots_read(warehouses["local"], store.options)
     latest = {r["id"]: r for r in ours[-1][1]}
     assert sorted(latest) == [*range(50), *range(55, 70)] and latest[3]["customer"] == "c3-new"
 
@@ -163,5 +192,72 @@ def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, 
 
     # pypaimon reads every snapshot the cluster wrote as the library does.
     reads = pypaimon_reads(warehouses["cluster"], TABLE, [{"snapshot": s} for s in range(1, len(ours) + 1)],
-                           tmp_path / "pypaimon")
+                           tmp_path / "pypaimon", store.options)
     assert [canonical(t.select(SCHEMA.names), ["id"]) for t in reads] == [rows for _, rows in ours]
+
+
+RACERS, COMMITS_EACH = 2, 12
+
+
+def _racing_writer(warehouse: str, options: dict[str, str]):
+    """A partition function: single-row commits to db.t, each retried on a conflict until it lands; yields
+    (key, snapshot id, the worker folder the executor runs in)."""
+
+    def commit_rows(index, _rows):
+        import os as executor_os
+
+        import pyarrow as executor_pa
+
+        from airflow_paimon.format import Catalog as ExecutorCatalog
+        from airflow_paimon.format import CommitConflictError
+
+        table = ExecutorCatalog(warehouse, options).get_table("db.t")
+        for i in range(COMMITS_EACH):
+            key = index * 1000 + i
+            while True:
+                try:
+                    snapshot = table.write(executor_pa.table({"id": [key], "racer": [index]}),
+                                           commit_user=f"racer-{index}")
+                    break
+                except CommitConflictError:
+                    continue
+            yield key, snapshot.id, executor_os.getcwd().rsplit("/work/", 1)[0]   # <root>/worker-<n>
+
+    return commit_rows
+
+
+@pytest.mark.objectstore
+def test_executors_on_both_workers_race_commits_to_one_s3_table(spark_cluster, s3_server, monkeypatch):
+    """Commits from executors of different workers race for the same snapshot ids on the S3 server: every commit
+    an executor saw land is in the table, under a snapshot id no other executor was told it got."""
+    from pyspark.sql import SparkSession
+
+    from airflow_paimon.spark.common import py_files_zip
+
+    warehouse, options = f"s3://{s3_server.new_bucket()}/wh", s3_server.options()
+    catalog = Catalog(warehouse, options)
+    catalog.create_database("db")
+    racer_schema = pa.schema([("id", pa.int64()), ("racer", pa.int64())])
+    catalog.create_table("db.t", racer_schema, primary_keys=["id"], options={"bucket": "1"})
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)   # executors run the nodes' own Python
+    spark = (SparkSession.builder.master(spark_cluster.url).appName("racing-commits")
+             .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
+             .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")
+             .config("spark.executor.memory", "512m").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .getOrCreate())
+    try:
+        spark.sparkContext.addPyFile(py_files_zip())
+        landed = (spark.sparkContext.parallelize(range(RACERS), RACERS)
+                  .mapPartitionsWithIndex(_racing_writer(warehouse, options)).collect())
+    finally:
+        spark.stop()
+
+    assert {worker for _, _, worker in landed} == {str(spark_cluster.root / f"worker-{n}") for n in range(2)}
+    snapshot_ids = [snapshot for _, snapshot, _ in landed]
+    assert len(landed) == RACERS * COMMITS_EACH and len(set(snapshot_ids)) == len(snapshot_ids)
+    table = catalog.get_table("db.t")
+    assert sorted(table.read().column("id").to_pylist()) == sorted(key for key, _, _ in landed)
+    # Each snapshot id an executor was told it got is that executor's commit.
+    users = {s.id: s.commit_user for s in table.snapshots()}
+    assert all(users[snapshot] == f"racer-{key // 1000}" for key, snapshot, _ in landed)

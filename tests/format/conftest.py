@@ -4,10 +4,11 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
+from tests.cloud_servers import azure_server, azure_warehouse  # noqa: F401  (fixtures)
 from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
 
-# Modules whose tests run a second time with the warehouse on the local S3 server (marker objectstore, left out
-# of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
+# Modules whose tests run again with the warehouse on the local S3 server and on Azurite (marker objectstore,
+# left out of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
 ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
 # Modules where only representative tests run a second time on the S3 server (each costs seconds there): tags,
 # expiry, orphan cleanup and the change feed, whose deletes and listings differ most between a disk and a store.
@@ -30,15 +31,22 @@ def _on_object_store(metafunc: pytest.Metafunc) -> bool:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "warehouse" in metafunc.fixturenames and _on_object_store(metafunc):
-        metafunc.parametrize("warehouse", ["local", pytest.param("s3", marks=pytest.mark.objectstore)],
-                             indirect=True)
+        metafunc.parametrize("warehouse", ["local", *(pytest.param(store, marks=pytest.mark.objectstore)
+                                                      for store in OBJECT_STORES)], indirect=True)
+
+
+# The object stores a warehouse is parametrised over, and the fixture that makes a fresh warehouse on each. (GCS is
+# not among them: no emulator here accepts the metadata writes obstore sends, see tests/cloud_servers.py.)
+OBJECT_STORES = {"s3": "s3_warehouse", "azure": "azure_warehouse"}
 
 
 @pytest.fixture
 def warehouse(request: pytest.FixtureRequest, tmp_path) -> str:
-    """The warehouse root: a local folder, or (parametrised) a fresh bucket on the local S3 server."""
-    if getattr(request, "param", "local") == "s3":
-        return str(request.getfixturevalue("s3_warehouse"))
+    """The warehouse root: a local folder, or (parametrised) a fresh bucket on the local S3 server or a fresh
+    container on Azurite."""
+    store = getattr(request, "param", "local")
+    if store in OBJECT_STORES:
+        return str(request.getfixturevalue(OBJECT_STORES[store]))
     return str(tmp_path / "warehouse")
 
 

@@ -1,16 +1,17 @@
-"""Object-store options under Paimon's names reach pyarrow's S3 filesystem; old spellings warn; unknown keys are
-named in a warning instead of being ignored silently."""
+"""Object-store options under Paimon's names reach pyarrow's S3, GCS and Azure filesystems; old spellings warn;
+unknown keys are named in a warning instead of being ignored silently."""
 
 from __future__ import annotations
 
 import warnings
 
+import pyarrow.fs as pafs
 import pytest
 
 from airflow_paimon.format import Catalog
 from airflow_paimon.format.errors import InvalidOptionError
 from airflow_paimon.format.fileio import FileIO
-from airflow_paimon.format.store_options import FilesystemOptionWarning
+from airflow_paimon.format.store_options import FilesystemOptionWarning, azure_settings, gcs_settings
 
 
 def s3_settings(warehouse: str, options: dict[str, str]) -> dict:
@@ -73,3 +74,34 @@ def test_unknown_options_are_named_not_their_values(tmp_path):
 def test_a_bad_boolean_is_refused():
     with pytest.raises(InvalidOptionError, match="s3.path.style.access: 'yes'"):
         FileIO("s3://bucket/wh", {"s3.path.style.access": "yes"})
+
+
+def test_gcs_connector_names_reach_pyarrow_and_obstore_alike():
+    options = {"fs.gs.storage.root.url": "http://127.0.0.1:4443/", "fs.gs.auth.type": "unauthenticated",
+               "gcs.project-id": "lake"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        io = FileIO("gs://bucket/wh", options)
+    assert isinstance(io.fs, pafs.GcsFileSystem)
+    assert gcs_settings(options).pyarrow_arguments() == {
+        "anonymous": True, "scheme": "http", "endpoint_override": "127.0.0.1:4443", "project_id": "lake"}
+    with pytest.raises(InvalidOptionError, match="fs.gs.auth.type"):
+        gcs_settings({"fs.gs.auth.type": "NONE"})
+
+
+def test_azure_account_from_the_uri_and_its_key_under_hadoops_name(monkeypatch):
+    for name in ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    options = {"fs.azure.account.key.lake.dfs.core.windows.net": "KEY",
+               "fs.azure.account.key.other.dfs.core.windows.net": "NOT-THIS", "fs.azure.endpoint": "http://az:10000/lake"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        io = FileIO("abfs://box@lake.dfs.core.windows.net/wh", options)
+    assert io.fs_path("abfs://box@lake.dfs.core.windows.net/wh/db.db/t") == "box/wh/db.db/t"
+    settings = azure_settings(options, "box@lake.dfs.core.windows.net")
+    assert (settings.container, settings.account_name, settings.account_key) == ("box", "lake", "KEY")
+    assert settings.pyarrow_arguments()["blob_storage_authority"] == "az:10000"
+    # az://container/... names no account: the option (or AZURE_STORAGE_ACCOUNT_NAME) does
+    assert azure_settings({"fs.azure.account.name": "lake", "azure.account.key": "K"}, "box").account_key == "K"
+    with pytest.raises(InvalidOptionError, match="without an account"):
+        azure_settings({}, "box").pyarrow_arguments()
