@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow as pa  # noqa: E402
 
 from airflow_paimon.format import Catalog  # noqa: E402
-from airflow_paimon.format.commit import CommitMessage  # noqa: E402
+from airflow_paimon.format.commit_message import CommitMessage  # noqa: E402
 from airflow_paimon.format.data_file import new_data_file_name  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

@@ -6,7 +6,8 @@
 """
 
 from .catalog import Catalog
-from .commit import CommitId, CommitMessage, Transaction
+from .commit import CommitId, Transaction
+from .commit_message import CommitMessage
 from .errors import (
     CommitConflictError,
     CorruptFileError,

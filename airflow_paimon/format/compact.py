@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from .changelog.full_compaction import LEVEL, write_compaction_changelog
-from .commit import CommitMessage
+from .commit_message import CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from .commit import CommitId, CommitMessage, Transaction
+from .commit import CommitId, Transaction
+from .commit_message import CommitMessage
 from .compact import compact_split, max_level, plan_compaction
 from .scan import DECODED_PER_FILE_BYTE, Split
 

@@ -37,7 +37,7 @@ from .scan import Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 
 if TYPE_CHECKING:
-    from .commit import CommitMessage
+    from .commit_message import CommitMessage
     from .snapshot import Snapshot
     from .table import Table
 

@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from .changelog.full_compaction import full_compaction_due
 from .changes import changes
-from .commit import LATEST, MAX_RETRIES, CommitId, CommitMessage, Latest, Transaction, backoff, find_commit
+from .commit import LATEST, MAX_RETRIES, CommitId, Latest, Transaction, backoff, find_commit
+from .commit_message import CommitMessage
 from .consumers import ConsumerManager
 from .errors import CommitConflictError, PaimonError, TableNotFoundError, UnsupportedTableError
 from .fileio import FileIO

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .bucketing import bucket_ids
 from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
-from .commit import CommitMessage
+from .commit_message import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
 from .deletion_vectors_write import DeletionVectorWriter
 from .dynamic_bucket import DynamicBucketAssigner

@@ -313,7 +313,7 @@ def test_diff_across_a_bucket_rescale_compares_the_partition_as_a_whole(catalog)
     that really changed is reported."""
     import json
 
-    from airflow_paimon.format.commit import CommitMessage
+    from airflow_paimon.format.commit_message import CommitMessage
 
     t = make(catalog)
     t.write(rows(range(10)))

@@ -21,7 +21,7 @@ import pytest
 from pyroaring import BitMap
 
 from airflow_paimon.format import Catalog, UnsupportedTableError
-from airflow_paimon.format.commit import CommitMessage
+from airflow_paimon.format.commit_message import CommitMessage
 from airflow_paimon.format.deletion_vectors import MAGIC_32, VectorRange
 from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, IndexEntry, index_directory, read_index_manifest
 from airflow_paimon.format.hash_index import HASH_INDEX

@@ -15,7 +15,7 @@ import pytest
 from pyroaring import BitMap
 
 from airflow_paimon.format import CorruptFileError, UnsupportedTableError
-from airflow_paimon.format.commit import CommitMessage
+from airflow_paimon.format.commit_message import CommitMessage
 from airflow_paimon.format.data_file import write_kv_file
 from airflow_paimon.format.deletion_vectors import MAGIC_32, MAGIC_64, VectorRange, decode_vector, encode_vector
 from airflow_paimon.format.deletion_vectors_index import DeletionVectors, IndexEntry, read_index_manifest
