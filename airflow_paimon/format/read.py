@@ -80,16 +80,21 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
     n = data.num_rows
     if n == 0:
         return data
+    int_key = len(keys) == 1 and pa.types.is_integer(data.schema.field(keys[0]).type)
     if len(parts) == 1 and not seq_fields:
         order = None  # a data file holds each key once, sorted
-    elif ordered_runs and not seq_fields and len(keys) == 1 and pa.types.is_integer(data.schema.field(keys[0]).type):
+        keep = last_of_each_key([data.column(k) for k in keys], n)
+    elif ordered_runs and not seq_fields and int_key:
         # Runs are concatenated oldest first, so a stable sort on the key alone leaves each key's versions in
-        # sequence order; timsort merges the pre-sorted runs in linear time.
-        order = np.argsort(data.column(keys[0]).to_numpy(), kind="stable")
+        # sequence order; timsort merges the pre-sorted runs in linear time. Key columns hold no nulls.
+        key = data.column(keys[0]).to_numpy()
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        keep = np.ones(n, dtype=bool)
+        np.not_equal(sorted_key[1:], sorted_key[:-1], out=keep[:-1])
     else:
         order = version_sort_indices(data, keys, seq_fields, seq_descending, [SEQUENCE_NUMBER])
-    sorted_keys = [data.column(k).take(order) if order is not None else data.column(k) for k in keys]
-    keep = last_of_each_key(sorted_keys, n)
+        keep = last_of_each_key([data.column(k).take(order) for k in keys], n)
     if has_retractions:
         kind_values = data.column(VALUE_KIND).to_numpy()
         if order is not None:
@@ -97,7 +102,27 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
         keep &= (kind_values != UPDATE_BEFORE) & (kind_values != DELETE)
     if order is None:
         return data if keep.all() else data.filter(pa.array(keep))
-    return data.take(pa.array(order[keep]))
+    return take_rows(data, order[keep])
+
+
+MAX_SLICED_RUNS = 64
+"""Up to this many runs of consecutive rows, a merge's result is made of zero-copy slices of the files' rows."""
+
+
+def take_rows(data: pa.Table, rows: np.ndarray) -> pa.Table:
+    """`data.take(rows)`, but without copying when `rows` is a few runs of consecutive rows: merging an
+    increment of new keys (or of keys in one range) into older files keeps long stretches of each file, which a
+    gather would copy value by value (strings are dear) for nothing."""
+    if len(rows) == 0:
+        return data.slice(0, 0)
+    breaks = np.flatnonzero(rows[1:] != rows[:-1] + 1) + 1
+    if len(breaks) >= MAX_SLICED_RUNS:
+        return data.take(pa.array(rows))
+    starts = np.concatenate(([0], breaks)).tolist()
+    ends = np.concatenate((breaks, [len(rows)])).tolist()
+    first = rows[starts].tolist()
+    pieces = [data.slice(row, end - start) for row, start, end in zip(first, starts, ends)]
+    return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
 
 def read_split(table: "Table", split: Split, columns: Sequence[str] | None = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Sequence, cast
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,8 @@ from .versions import kinds_to_write, version_sort_indices
 if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .table import Table
+
+T = TypeVar("T")
 
 
 def conform(table: "Table", data: pa.Table | pa.RecordBatch, required: Sequence[str] | None = None) -> pa.Table:
@@ -77,36 +79,45 @@ def _group_ids(table: "Table", data: pa.Table, buckets: np.ndarray | None, num_b
     return gid
 
 
-def _sort_order(data: pa.Table, gid: np.ndarray, keys: Sequence[str], seq_fields: Sequence[str] = (),
-                seq_descending: bool = False) -> pa.Array | np.ndarray:
-    """Row order by (group, key, sequence fields in Paimon's order), stable so that of duplicate keys the newest
-    stays last."""
-    if seq_fields:
-        return version_sort_indices(data, ["__gid", *keys], seq_fields, seq_descending)
-    col = data.column(keys[0])
-    if len(keys) == 1 and pa.types.is_integer(col.type) and col.null_count == 0 and data.num_rows:
-        k = col.to_numpy().astype(np.int64, copy=False)
-        lo, hi = int(k.min()), int(k.max())
-        span = hi - lo + 1
-        if span * (int(gid.max()) + 1) < 2**62:
-            # One int64 per row orders by group then key; the fast unstable sort is exact when keys are unique,
-            # and duplicates (rare: one batch updating a key twice) fall back to a stable sort.
-            combined = gid * span + (k - lo)
-            order = np.argsort(combined)
-            ordered = combined[order]
-            if (ordered[1:] == ordered[:-1]).any():
-                order = np.argsort(combined, kind="stable")
-            return order
-    return version_sort_indices(data, ["__gid", *keys], (), False)
+def _partition_rows(gid: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """The rows of each group (partition, bucket) as (group id, ascending row indices), groups in id order.
 
-
-def _boundaries(gid_sorted: np.ndarray) -> list[tuple[int, int]]:
-    if len(gid_sorted) == 0:
+    A stable sort on the group id alone: a radix sort when ids fit 16 bits (buckets of an unpartitioned table),
+    several times faster than sorting whole rows by (group, key)."""
+    if len(gid) == 0:
         return []
+    small = gid.max() < 2**16
+    order = np.argsort(gid.astype(np.uint16) if small else gid, kind="stable")
+    gid_sorted = gid[order]
     cuts = np.flatnonzero(gid_sorted[1:] != gid_sorted[:-1]) + 1
-    starts = np.concatenate([[0], cuts])
-    ends = np.concatenate([cuts, [len(gid_sorted)]])
-    return list(zip(starts.tolist(), ends.tolist()))
+    starts = np.concatenate([[0], cuts]).tolist()
+    ends = np.concatenate([cuts, [len(gid_sorted)]]).tolist()
+    return [(int(gid_sorted[a]), order[a:b]) for a, b in zip(starts, ends)]
+
+
+def _order_group(data: pa.Table, rows: np.ndarray, keys: Sequence[str], seq_fields: Sequence[str] = (),
+                 seq_descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One group's rows ordered by key (then sequence fields in Paimon's order), stable so that of duplicate keys
+    the newest stays last; and the mask of the newest row of each key in that order."""
+    col = data.column(keys[0])
+    if not seq_fields and len(keys) == 1 and pa.types.is_integer(col.type) and col.null_count == 0:
+        k = col.to_numpy()[rows]
+        # The fast unstable sort is exact when keys are unique; duplicates (rare: one batch updating a key
+        # twice) take a stable sort.
+        order = np.argsort(k)
+        ordered = k[order]
+        differs = ordered[1:] != ordered[:-1]
+        if not differs.all():
+            order = np.argsort(k, kind="stable")
+            ordered = k[order]
+            differs = ordered[1:] != ordered[:-1]
+        keep = np.ones(len(rows), dtype=bool)
+        keep[:-1] = differs
+        return rows[order], keep
+    sub = data.select([*keys, *seq_fields]).take(pa.array(rows))
+    order = version_sort_indices(sub, keys, seq_fields, seq_descending)
+    keep = last_of_each_key([sub.column(k).take(order) for k in keys], len(rows))
+    return rows[order], keep
 
 
 class TableWrite:
@@ -149,18 +160,19 @@ class TableWrite:
         gid = _group_ids(self.table, data, buckets, num_buckets)
         keys = self.schema.trimmed_primary_keys
         options = self.table.core_options
-        # Only the sort keys are reordered here; each bucket's rows are taken in its own thread (below), which
-        # spreads the copy of the wide columns over the cores instead of one whole-table take.
-        order = np.asarray(_sort_order(data.append_column("__gid", pa.array(gid)), gid, keys,
-                                       options.sequence_fields, options.sequence_descending))
-        gid_sorted = gid[order]
-        keep = last_of_each_key([pa.array(gid_sorted)] + [data.column(k).take(order) for k in keys], data.num_rows)
-        if duplicates == "error" and not keep.all():
-            first = int(order[np.flatnonzero(~keep)[0]])
-            key = key_text(data, self.schema.primary_keys, first)
-            raise DuplicateKeyError(
-                f"{what} has {int((~keep).sum())} more row(s) than distinct primary keys (first duplicate: {key}); "
-                "each key may appear once. Nothing was committed.")
+        # Rows are split by group first, then each group is sorted by key in its own thread (numpy's and Arrow's
+        # sorts release the GIL), as its rows are taken and written below: the work spreads over the cores.
+        groups = _partition_rows(gid)
+        ordered = self._run(_order_group, [(data, rows, keys, options.sequence_fields, options.sequence_descending)
+                                           for _, rows in groups])
+        if duplicates == "error":
+            for rows, keep in ordered:
+                if not keep.all():
+                    dropped = sum(int((~k).sum()) for _, k in ordered)
+                    key = key_text(data, self.schema.primary_keys, int(rows[np.flatnonzero(~keep)[0]]))
+                    raise DuplicateKeyError(
+                        f"{what} has {dropped} more row(s) than distinct primary keys (first duplicate: {key}); "
+                        "each key may appear once. Nothing was committed.")
         next_seq = self.table.next_sequence_numbers(base_snapshot)
         lookup = dv = None
         if options.changelog_producer == "lookup" or options.deletion_vectors:
@@ -168,12 +180,10 @@ class TableWrite:
             lookup = Lookup(self.table, base) if options.changelog_producer == "lookup" else None
             dv = DeletionVectorWriter(self.table, base) if options.deletion_vectors else None
         jobs = []
-        for start, end in _boundaries(gid_sorted):
-            rows = order[start:end]
+        for (group, _), (rows, keep) in zip(groups, ordered):
             partition = tuple(data.column(k)[int(rows[0])].as_py() for k in self.schema.partition_keys)
-            bucket = int(gid_sorted[start] % num_buckets)
-            jobs.append((data, rows, keep[start:end], partition, bucket, next_seq.get((partition, bucket), 0),
-                         lookup, dv))
+            bucket = group % num_buckets
+            jobs.append((data, rows, keep, partition, bucket, next_seq.get((partition, bucket), 0), lookup, dv))
         messages = self._run(self._write_group, jobs)
         if assigner is not None:
             # A bucket whose hashes grew gets its new index file in its own message (Paimon's DataIncrement), in
@@ -226,12 +236,12 @@ class TableWrite:
         return msg
 
     @staticmethod
-    def _run(write: Callable[..., CommitMessage], jobs: list[tuple]) -> list[CommitMessage]:
-        """Write buckets in parallel: Parquet encoding releases the GIL."""
+    def _run(work: Callable[..., T], jobs: list[tuple]) -> list[T]:
+        """Work on buckets in parallel: sorting, taking and Parquet encoding release the GIL."""
         if len(jobs) <= 1:
-            return [write(*job) for job in jobs]
+            return [work(*job) for job in jobs]
         with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-            return list(pool.map(lambda job: write(*job), jobs))
+            return list(pool.map(lambda job: work(*job), jobs))
 
     def _write_append(self, data: pa.Table, base_snapshot: Snapshot | None) -> list[CommitMessage]:
         """Append rows: one file per partition, or per (partition, bucket) of a bucketed append table, whose rows
@@ -243,14 +253,11 @@ class TableWrite:
         if not pkeys and buckets is None:
             return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
         gid = _group_ids(self.table, data, buckets, num_buckets)
-        order = np.argsort(gid, kind="stable")
-        data = data.take(order)
-        gid_sorted = gid[order]
         jobs = []
-        for start, end in _boundaries(gid_sorted):
-            part = data.slice(start, end - start)
+        for group, rows in _partition_rows(gid):
+            part = data.take(pa.array(rows))
             partition = tuple(part.column(k)[0].as_py() for k in pkeys)
-            bucket = 0 if buckets is None else int(gid_sorted[start] % num_buckets)
+            bucket = 0 if buckets is None else group % num_buckets
             jobs.append((partition, bucket, part, None, next_seq.get((partition, bucket), 0)))
         return self._run(self.write_bucket, jobs)
 
