@@ -31,14 +31,18 @@ DAG_FILE = textwrap.dedent(
 
     from airflow_paimon.operators import ExportChangesOperator
 
-    def export_dag(dag_id, **kwargs):
+    def export_dag(dag_id, table="demo.orders", **kwargs):
         with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False) as dag:
-            ExportChangesOperator(task_id="export", table="demo.orders", path="{{ dag_run.conf['path'] }}", **kwargs)
+            ExportChangesOperator(task_id="export", table=table, path="{{ dag_run.conf['path'] }}", **kwargs)
         return dag
 
     export_range = export_dag("export_range", start="{{ dag_run.conf['start'] }}", end="{{ dag_run.conf['end'] }}",
                               max_rows_per_file="{{ dag_run.conf.get('max_rows', 1000) }}")
     export_consumer = export_dag("export_consumer", consumer_id="{{ dag_run.conf['consumer'] }}", mode="delta")
+    WIDE = dict(table="demo.wide", start="{{ dag_run.conf['start'] }}", end="{{ dag_run.conf['end'] }}", mode="delta",
+                max_rows_per_file="{{ dag_run.conf.get('max_rows', 1000) }}")
+    export_engine = export_dag("export_engine", engine="{{ dag_run.conf['engine'] }}", **WIDE)
+    export_auto_tiny_budget = export_dag("export_auto_tiny_budget", memory_budget=1, **WIDE)
     """
 )
 
@@ -204,12 +208,76 @@ def test_consumer_export_advances_only_after_the_folder_is_complete(table, expor
         ({"start": 1, "max_rows_per_file": 0}, "max_rows_per_file"),
         ({"start": 1, "path": None}, "path"),
         ({"period": "yes"}, "period"),
+        ({"start": 1, "engine": "flink"}, "engine"),
+        ({"start": 1, "memory_budget": -1}, "memory_budget"),
     ],
 )
 def test_bad_arguments_are_refused_at_parse_time(kwargs, message):
     arguments = {"task_id": "export", "table": "demo.orders", "path": "/tmp/x", **kwargs}
     with pytest.raises(ArgumentError, match=message):
         ExportChangesOperator(**arguments)
+
+
+@pytest.fixture
+def wide(table):
+    """demo.wide: 4 buckets, four commits of inserts, updates and deletes (many files to spread over tasks)."""
+    t = create_table(str(Path(table.path).parents[1]), "demo.wide", {"bucket": "4"})
+    commit_at(t, utc(2026, 11, 1, 12), *range(40))
+    commit_at(t, utc(2026, 11, 2, 12), *range(20, 60), label="w")
+    with commit_clock(utc(2026, 11, 3, 12)):
+        t.delete(pa.table({"id": pa.array(range(0, 60, 3), pa.int64())}))
+    commit_at(t, utc(2026, 11, 4, 12), *range(50, 70), label="x")
+    return t
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.spark
+def test_the_spark_engine_exports_what_the_worker_exports(wide, export_dags, tmp_path):
+    """Real spark-submit: the same rows in the same order as the worker's export of the range, the same XCom
+    shape and manifest; a re-run replaces the folder."""
+    dag = export_dags["export_engine"]
+    conf = {"start": "0", "end": "4", "max_rows": 7}
+    state, here = run(dag, {**conf, "path": str(tmp_path / "local"), "engine": "local"})
+    assert state == "success" and here is not None
+    folder = tmp_path / "spark"
+    state, remote = run(dag, {**conf, "path": f"file://{folder}", "engine": "spark"})
+    assert state == "success" and remote is not None
+    assert (here["engine"], here["engine_reason"]) == ("local", "engine='local'")
+    assert (remote["engine"], remote["engine_reason"]) == ("spark", "engine='spark'")
+    assert set(here) == set(remote)
+    assert {k: here[k] for k in ("table", "start", "end", "mode", "rows", "counts", "consumer")} == \
+        {k: remote[k] for k in ("table", "start", "end", "mode", "rows", "counts", "consumer")}
+    want = wide.changes(0, 4, mode="delta").read_all()
+    assert here["rows"] == want.num_rows == 120 and set(here["counts"]) == {"insert", "delete"}
+    spark_rows = exported(folder)
+    assert spark_rows.equals(exported(tmp_path / "local")) and spark_rows.equals(want)  # in the feed's order
+    assert len({f["path"].split("-")[1] for f in remote["files"]}) > 1  # several tasks wrote
+    assert all(f["rows"] <= 7 for f in remote["files"])
+    assert json.loads((folder / MARKER).read_text())["files"] == remote["files"]
+    assert listing(folder) == sorted([MARKER] + [f["path"] for f in remote["files"]])
+
+    state, again = run(dag, {**conf, "path": str(folder), "engine": "spark", "max_rows": 1000})
+    assert state == "success" and again is not None
+    assert listing(folder) == sorted([MARKER] + [f["path"] for f in again["files"]])
+    assert len(again["files"]) < len(remote["files"])
+    assert pq.read_table(folder).num_rows == want.num_rows  # the whole folder: replaced, no duplicates
+    assert exported(folder).equals(want)
+
+
+@pytest.mark.spark
+def test_auto_picks_the_engine_by_the_memory_budget(wide, export_dags, tmp_path):
+    conf = {"start": "1", "end": "3"}
+    state, small = run(export_dags["export_engine"], {**conf, "path": str(tmp_path / "a"), "engine": "auto"})
+    assert state == "success" and small is not None
+    assert small["engine"] == "local" and small["engine_reason"].startswith("fits in the worker: the range reads")
+    state, large = run(export_dags["export_auto_tiny_budget"], {**conf, "path": str(tmp_path / "b")})
+    assert state == "success" and large is not None
+    assert large["engine"] == "spark" and large["engine_reason"].startswith("too large for the worker")
+    assert exported(tmp_path / "a").equals(exported(tmp_path / "b"))
+    assert small["counts"] == large["counts"] == {"delete": 20, "insert": 40}
 
 
 def test_templates_are_checked_once_rendered():
