@@ -20,6 +20,7 @@ from airflow_paimon.format.changes.feed import ChangePlan, plan_changes
 from airflow_paimon.format.consumers import check_consumer_id
 from airflow_paimon.format.errors import InvalidOptionError, PaimonError
 from airflow_paimon.format.fileio import FileIO
+from airflow_paimon.format.period_tags import READY, plan_period_tag
 from airflow_paimon.lineage import LineageDataset, path_dataset, table_dataset
 from airflow_paimon.local_merge.choose import ENGINES
 from airflow_paimon.local_merge.engine import DEFAULT_MEMORY_BUDGET
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_paimon.format import Table
+    from airflow_paimon.format.periodic_tags import TagPlan
 
 __all__ = ["MARKER", "ExportChangesOperator"]
 
@@ -42,10 +44,13 @@ class ExportChangesOperator(PaimonSparkSubmitOperator):
 
     The range is exactly one of:
 
-    * ``period=True``: the run's period, from the nearest earlier periodic tag to the run's periodic tag (Paimon's
-      ``incremental-to-auto-tag``, a diff by default). The run's tag must exist (create it upstream with
-      :class:`~airflow_paimon.operators.tags.CreateTagOperator`); with no earlier periodic tag the export is empty,
-      as Paimon's answer is.
+    * ``period=True``: the run's period, from the previous period's tag to the run's periodic tag (a diff by
+      default). The run's tag must exist (create it upstream with
+      :class:`~airflow_paimon.operators.tags.CreateTagOperator`). While the previous period's tag does not exist
+      yet (a backfill running periods out of order), the range starts at the snapshot that tag will hold, so each
+      period exports exactly its own changes whatever order the runs go in; where that is unknown (no snapshot
+      before that tag was due), Paimon's ``incremental-to-auto-tag`` rule applies: from the nearest earlier
+      periodic tag, and with none the export is empty, as Paimon's answer is.
     * ``start`` (exclusive) and optionally ``end`` (inclusive, default: the latest snapshot): snapshot ids, tag
       names or times.
     * ``consumer_id``: from that consumer's position to the latest snapshot when the task starts. The consumer is
@@ -181,10 +186,14 @@ class ExportChangesOperator(PaimonSparkSubmitOperator):
         snapshot now, so that it is advanced past exactly what was exported."""
         mode = str(self.mode).strip().lower()
         if self.period:
-            tag = plan_run(table, context).name
+            run = plan_run(table, context)
+            tag = run.name
             if not table.tags.exists(tag):
                 raise InvalidOptionError(f"the run's periodic tag {tag!r} does not exist on {table.identifier}: "
                                          "create it first (CreateTagOperator upstream of this task)")
+            start = _previous_period_start(table, run)
+            if start is not None:
+                return start, tag, "diff" if mode == "auto" else mode
             request = request_from_options(table, {"incremental-to-auto-tag": tag})
             assert request is not None
             if request.empty:
@@ -307,6 +316,23 @@ class ExportChangesOperator(PaimonSparkSubmitOperator):
             folder.rows = int(result.get("rows", 0))
             folder.files = len(result.get("files", ()))
         return [source], [folder]
+
+
+def _previous_period_start(table: Table, run: TagPlan) -> Any:
+    """Where the run's period starts: the previous period's tag, or while that tag does not exist yet (a backfill
+    running periods out of order) the snapshot it will hold, so that each period exports its own changes in
+    whatever order the runs go. None when neither is known (no snapshot before that tag was due: the table's
+    first period; a period Paimon's auto-tagging leaves untagged; an expired snapshot): then Paimon's
+    ``incremental-to-auto-tag`` rule, the nearest earlier periodic tag."""
+    previous = run.spec.previous(run.period)
+    name = run.spec.tag_name(previous)
+    if table.tags.exists(name):
+        return name
+    try:
+        planned = plan_period_tag(table, run.spec, previous, run.now)
+    except PaimonError:
+        return None
+    return planned.snapshot.id if planned.status == READY and planned.snapshot is not None else None
 
 
 def _json_bound(value: Any) -> Any:

@@ -113,12 +113,14 @@ def rows(t: pa.Table) -> list[tuple]:
     return sorted((r["id"], r["value"], r["_change_type"], r["_commit_version"]) for r in t.to_pylist())
 
 
-def test_export_of_the_runs_period_after_its_tag(table, airflow_db, tmp_path, monkeypatch):
-    """The example DAG: each period's folder holds what changed from the previous periodic tag to its own."""
+@pytest.mark.parametrize("days", [(1, 2, 3), (3, 1, 2)], ids=["in-order", "out-of-order"])
+def test_export_of_the_runs_period_after_its_tag(days, table, airflow_db, tmp_path, monkeypatch):
+    """The example DAG: each period's folder holds what changed from the previous period's tag to its own, also when
+    a later period runs before the earlier one is tagged (then from the snapshot that tag will hold)."""
     root = tmp_path / "exports"
     monkeypatch.setenv("PAIMON_EXPORT_PATH", str(root))
     dag = dag_for_test("paimon_export_changes")
-    for day in (1, 2, 3):
+    for day in days:
         state, states = run_dag(dag, utc(2026, 11, day + 1))
         assert state == "success", states
     assert [t.name for t in table.tags.list()] == ["2026-11-01", "2026-11-02", "2026-11-03"]
@@ -130,7 +132,10 @@ def test_export_of_the_runs_period_after_its_tag(table, airflow_db, tmp_path, mo
         assert rows(got) == rows(want) and got.schema == want.schema
     manifest = json.loads((root / "demo.orders" / "2026-11-02" / MARKER).read_text())
     assert manifest["counts"] == {"insert": 1, "update_postimage": 1, "update_preimage": 1}
-    assert (manifest["start"], manifest["end"], manifest["mode"]) == ("2026-11-01", "2026-11-02", "diff")
+    assert (manifest["end"], manifest["mode"]) == ("2026-11-02", "diff")
+    # in order from the tag; out of order, day 3 ran before day 2 was tagged: from the snapshot that tag holds
+    assert json.loads((root / "demo.orders" / "2026-11-03" / MARKER).read_text())["start"] == \
+        ("2026-11-02" if days == (1, 2, 3) else 2)
 
 
 def test_export_of_an_explicit_range_counts_in_xcom_and_marker_last(table, export_dags, tmp_path):
