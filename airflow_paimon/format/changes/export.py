@@ -95,6 +95,7 @@ class PartWriter:
         if self._writer is not None:
             self._writer.close()
         name = part_name(len(self.files), self.group)
+        self.io.make_parent(f"{self.folder}/{name}")
         self._writer = pq.ParquetWriter(self.io.fs_path(f"{self.folder}/{name}"), self.schema,
                                         filesystem=self.io.fs)
         self.files.append((name, 0))
@@ -112,6 +113,7 @@ class PartWriter:
             self._writer = None
         elif at_least_one and not self.files:
             name = part_name(0, self.group)
+            self.io.make_parent(f"{self.folder}/{name}")
             pq.write_table(self.schema.empty_table(), self.io.fs_path(f"{self.folder}/{name}"),
                            filesystem=self.io.fs)
             self.files.append((name, 0))
