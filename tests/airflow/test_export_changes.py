@@ -21,6 +21,7 @@ from airflow_paimon.format import Catalog
 from airflow_paimon.operators.changes import MARKER, ExportChangesOperator
 from tests.airflow.test_dags import dag_for_test, run_dag
 from tests.e2e.tables import commit_at, commit_clock, connection_json, create_table
+from tests.s3_server import s3_server  # noqa: F401  (the S3 server fixture)
 
 pytestmark = pytest.mark.airflow
 
@@ -270,6 +271,30 @@ def test_the_spark_engine_exports_what_the_worker_exports(wide, export_dags, tmp
     assert len(again["files"]) < len(remote["files"])
     assert pq.read_table(folder).num_rows == want.num_rows  # the whole folder: replaced, no duplicates
     assert exported(folder).equals(want)
+
+
+@pytest.mark.spark
+@pytest.mark.objectstore
+def test_both_engines_export_to_an_object_store(wide, export_dags, s3_server, monkeypatch):  # noqa: F811
+    """The folder is an S3 URI, written with the connection's filesystem options by the worker and by Spark's
+    tasks (the library's file IO on the local S3 server)."""
+    from airflow_paimon.format.fileio import FileIO
+
+    extra = {"warehouse": str(Path(wide.path).parents[1]), **s3_server.options()}
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon", "extra": extra}))
+    root = f"s3://{s3_server.new_bucket()}/exports"
+    io = FileIO(root, s3_server.options())
+    got = {}
+    for engine in ("local", "spark"):
+        folder = f"{root}/{engine}"
+        state, result = run(export_dags["export_engine"], {"start": "1", "end": "4", "max_rows": 9,
+                                                            "path": folder, "engine": engine})
+        assert state == "success" and result is not None and result["engine"] == engine
+        listed = json.loads(io.read_text(f"{folder}/{MARKER}"))["files"]
+        assert listed == result["files"]
+        got[engine] = pa.concat_tables([pq.read_table(io.fs_path(f"{folder}/{f['path']}"), filesystem=io.fs)
+                                        for f in listed])
+    assert got["spark"].equals(got["local"]) and got["local"].equals(wide.changes(1, 4, mode="delta").read_all())
 
 
 @pytest.mark.spark
