@@ -343,6 +343,12 @@ def test_change_export_backfilled_newest_first_exports_each_days_changes(airflow
         return next_run is not None and pendulum.parse(next_run) > pendulum.now("UTC")
 
     wait_for("the scheduler to create the due runs", scheduled_runs_created, 60, server, interval=0.5)
+
+    def scheduled_runs_finished():  # a backfill created while the scheduler runs the DAG races it (SQLite)
+        runs = api.get(f"/api/v2/dags/{EXPORT_DAG_ID}/dagRuns", limit=50).json()["dag_runs"]
+        return all(r["state"] in ("success", "failed") for r in runs)
+
+    wait_for("the scheduled run to finish", scheduled_runs_finished, BACKFILL_TIMEOUT, server)
     backfilled = days[1:]
     request = {"dag_id": EXPORT_DAG_ID, "from_date": backfilled[0].isoformat(), "to_date": backfilled[-1].isoformat(),
                "run_backwards": True, "max_active_runs": 1, "reprocess_behavior": "none"}
