@@ -2,9 +2,10 @@
 
 ``paimon_export_changes`` runs once a day at the table's ``tag.create-time``: it waits until the period's tag is
 due, creates it (``CreateTagOperator``), then writes the rows that changed between the previous periodic tag and
-this one (``ExportChangesOperator(period=True)``, Paimon's ``incremental-to-auto-tag``) to
-``<PAIMON_EXPORT_PATH>/<table>/<period's first day>/``. The folder is complete when its ``_SUCCESS`` manifest
-exists; a re-run (or a backfill) of a period replaces its folder.
+this one (``ExportChangesOperator(period=True)``) to ``<PAIMON_EXPORT_PATH>/<table>/<period's first day>/``.
+The folder is complete when its ``_SUCCESS`` manifest exists; a re-run (or a backfill) of a period replaces its
+folder. Backfills may run periods in any order (newest first, several at once): a period whose previous period
+is not tagged yet starts at the snapshot that tag will hold, so each folder holds exactly its period's changes.
 
 Configuration, without any I/O at parse time: ``params.table`` / ``params.paimon_conn_id`` / ``params.path``
 (defaults from ``PAIMON_EXPORT_TABLE`` (``demo.orders``), ``PAIMON_CONN_ID`` and ``PAIMON_EXPORT_PATH``

@@ -1,20 +1,20 @@
 """Operators of the Paimon provider.
 
-The tag, expiry and change-export operators run in the worker; the merge, compaction and orphan-cleanup operators submit
-Spark applications and are imported on first use (so that DAGs using only the former do not load the Spark
-provider).
+The tag, expiry and rollback operators run in the worker; the merge, compaction, orphan-cleanup and change-export
+operators submit Spark applications (the last two also run in the worker when asked, or when small enough) and are
+imported on first use (so that DAGs using only the former do not load the Spark provider).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_paimon.operators.changes import ExportChangesOperator
 from airflow_paimon.operators.expire import ExpireSnapshotsOperator
 from airflow_paimon.operators.rollback import RollbackOperator
 from airflow_paimon.operators.tags import CreateTagOperator, DeleteTagOperator
 
 if TYPE_CHECKING:
+    from airflow_paimon.operators.changes import ExportChangesOperator
     from airflow_paimon.operators.maintenance import CompactOperator, RemoveOrphanFilesOperator
     from airflow_paimon.operators.merge import MergeIncrementalOperator
 
@@ -22,6 +22,7 @@ _LAZY = {
     "MergeIncrementalOperator": "airflow_paimon.operators.merge",
     "CompactOperator": "airflow_paimon.operators.maintenance",
     "RemoveOrphanFilesOperator": "airflow_paimon.operators.maintenance",
+    "ExportChangesOperator": "airflow_paimon.operators.changes",
 }
 
 __all__ = [

@@ -38,7 +38,8 @@ def reapply_identifier(identifier: int, token: Any) -> int:
 
 
 def application_path(name: str) -> str:
-    """The file path of one of the bundled applications ("merge_app", "compact_app", "orphans_app")."""
+    """The file path of one of the bundled applications ("merge_app", "compact_app", "orphans_app",
+    "export_app")."""
     path = SPARK_DIR / f"{name}.py"
     if not path.exists():
         raise FileNotFoundError(f"no bundled Spark application {name!r} at {path}")

@@ -22,7 +22,8 @@ from airflow_paimon.format.kernels import equal_runs
 
 from .schema_map import exchange_schema, to_exchange
 
-__all__ = ["balanced_groups", "default_tasks", "run_per_group", "BucketRows", "bucket_groups", "estimated_bytes"]
+__all__ = ["balanced_groups", "contiguous_groups", "default_tasks", "run_groups", "run_per_group", "BucketRows",
+           "bucket_groups", "estimated_bytes"]
 
 BATCH_ROWS = 65536
 
@@ -44,6 +45,21 @@ def default_tasks(spark: SparkSession) -> int:
     return max(1, int(spark.sparkContext.defaultParallelism) * 2)
 
 
+def contiguous_groups(sizes: Sequence[int], k: int) -> list[list[int]]:
+    """Indices of `sizes` in at most k runs of consecutive indices of about equal total: a task then holds one
+    stretch of an ordered sequence (a feed's units), so outputs named by group keep that order."""
+    k = max(1, min(k, len(sizes)))
+    total = sum(max(1, s) for s in sizes)
+    groups: list[list[int]] = [[]]
+    done = 0
+    for i, size in enumerate(sizes):
+        if groups[-1] and len(groups) < k and done >= total * len(groups) / k:
+            groups.append([])
+        groups[-1].append(i)
+        done += max(1, size)
+    return groups if sizes else []
+
+
 def run_per_group(spark: SparkSession, sizes: Sequence[int], work: Callable[[int], Iterable[pa.Table]],
                   schema: T.StructType, num_tasks: int | None = None) -> DataFrame:
     """A DataFrame of `schema` whose tasks run ``work(i)`` for every unit i (0 <= i < len(sizes)), one task per
@@ -54,17 +70,31 @@ def run_per_group(spark: SparkSession, sizes: Sequence[int], work: Callable[[int
     if not sizes:
         return spark.createDataFrame([], schema)
     groups = balanced_groups(sizes, num_tasks or default_tasks(spark))
+
+    def per_unit(group: int, units: list[int]) -> Iterator[pa.Table]:
+        for i in units:
+            yield from work(i)
+
+    return run_groups(spark, groups, per_unit, schema)
+
+
+def run_groups(spark: SparkSession, groups: Sequence[Sequence[int]],
+               work: Callable[[int, list[int]], Iterable[pa.Table]], schema: T.StructType) -> DataFrame:
+    """A DataFrame of `schema` with one task per group g, which runs ``work(g, groups[g])``; what `work` yields
+    is cast to the exchange schema (columns by name), empty tables dropped."""
+    if not groups:
+        return spark.createDataFrame([], schema)
+    listed = [list(g) for g in groups]
     xschema = exchange_schema(schema)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for group in batch.column(0).to_numpy():
-                for i in groups[int(group)]:
-                    for out in work(i):
-                        if out.num_rows:
-                            yield from to_exchange(out, xschema).to_batches(max_chunksize=BATCH_ROWS)
+                for out in work(int(group), listed[int(group)]):
+                    if out.num_rows:
+                        yield from to_exchange(out, xschema).to_batches(max_chunksize=BATCH_ROWS)
 
-    return spark.range(0, len(groups), 1, len(groups)).mapInArrow(task, schema)
+    return spark.range(0, len(listed), 1, len(listed)).mapInArrow(task, schema)
 
 
 @dataclass

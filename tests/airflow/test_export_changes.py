@@ -21,6 +21,7 @@ from airflow_paimon.format import Catalog
 from airflow_paimon.operators.changes import MARKER, ExportChangesOperator
 from tests.airflow.test_dags import dag_for_test, run_dag
 from tests.e2e.tables import commit_at, commit_clock, connection_json, create_table
+from tests.s3_server import s3_server  # noqa: F401  (the S3 server fixture)
 
 pytestmark = pytest.mark.airflow
 
@@ -31,14 +32,18 @@ DAG_FILE = textwrap.dedent(
 
     from airflow_paimon.operators import ExportChangesOperator
 
-    def export_dag(dag_id, **kwargs):
+    def export_dag(dag_id, table="demo.orders", **kwargs):
         with DAG(dag_id, schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False) as dag:
-            ExportChangesOperator(task_id="export", table="demo.orders", path="{{ dag_run.conf['path'] }}", **kwargs)
+            ExportChangesOperator(task_id="export", table=table, path="{{ dag_run.conf['path'] }}", **kwargs)
         return dag
 
     export_range = export_dag("export_range", start="{{ dag_run.conf['start'] }}", end="{{ dag_run.conf['end'] }}",
                               max_rows_per_file="{{ dag_run.conf.get('max_rows', 1000) }}")
     export_consumer = export_dag("export_consumer", consumer_id="{{ dag_run.conf['consumer'] }}", mode="delta")
+    WIDE = dict(table="demo.wide", start="{{ dag_run.conf['start'] }}", end="{{ dag_run.conf['end'] }}", mode="delta",
+                max_rows_per_file="{{ dag_run.conf.get('max_rows', 1000) }}")
+    export_engine = export_dag("export_engine", engine="{{ dag_run.conf['engine'] }}", **WIDE)
+    export_auto_tiny_budget = export_dag("export_auto_tiny_budget", memory_budget=1, **WIDE)
     """
 )
 
@@ -109,12 +114,14 @@ def rows(t: pa.Table) -> list[tuple]:
     return sorted((r["id"], r["value"], r["_change_type"], r["_commit_version"]) for r in t.to_pylist())
 
 
-def test_export_of_the_runs_period_after_its_tag(table, airflow_db, tmp_path, monkeypatch):
-    """The example DAG: each period's folder holds what changed from the previous periodic tag to its own."""
+@pytest.mark.parametrize("days", [(1, 2, 3), (3, 1, 2)], ids=["in-order", "out-of-order"])
+def test_export_of_the_runs_period_after_its_tag(days, table, airflow_db, tmp_path, monkeypatch):
+    """The example DAG: each period's folder holds what changed from the previous period's tag to its own, also when
+    a later period runs before the earlier one is tagged (then from the snapshot that tag will hold)."""
     root = tmp_path / "exports"
     monkeypatch.setenv("PAIMON_EXPORT_PATH", str(root))
     dag = dag_for_test("paimon_export_changes")
-    for day in (1, 2, 3):
+    for day in days:
         state, states = run_dag(dag, utc(2026, 11, day + 1))
         assert state == "success", states
     assert [t.name for t in table.tags.list()] == ["2026-11-01", "2026-11-02", "2026-11-03"]
@@ -126,7 +133,10 @@ def test_export_of_the_runs_period_after_its_tag(table, airflow_db, tmp_path, mo
         assert rows(got) == rows(want) and got.schema == want.schema
     manifest = json.loads((root / "demo.orders" / "2026-11-02" / MARKER).read_text())
     assert manifest["counts"] == {"insert": 1, "update_postimage": 1, "update_preimage": 1}
-    assert (manifest["start"], manifest["end"], manifest["mode"]) == ("2026-11-01", "2026-11-02", "diff")
+    assert (manifest["end"], manifest["mode"]) == ("2026-11-02", "diff")
+    # in order from the tag; out of order, day 3 ran before day 2 was tagged: from the snapshot that tag holds
+    assert json.loads((root / "demo.orders" / "2026-11-03" / MARKER).read_text())["start"] == \
+        ("2026-11-02" if days == (1, 2, 3) else 2)
 
 
 def test_export_of_an_explicit_range_counts_in_xcom_and_marker_last(table, export_dags, tmp_path):
@@ -204,12 +214,100 @@ def test_consumer_export_advances_only_after_the_folder_is_complete(table, expor
         ({"start": 1, "max_rows_per_file": 0}, "max_rows_per_file"),
         ({"start": 1, "path": None}, "path"),
         ({"period": "yes"}, "period"),
+        ({"start": 1, "engine": "flink"}, "engine"),
+        ({"start": 1, "memory_budget": -1}, "memory_budget"),
     ],
 )
 def test_bad_arguments_are_refused_at_parse_time(kwargs, message):
     arguments = {"task_id": "export", "table": "demo.orders", "path": "/tmp/x", **kwargs}
     with pytest.raises(ArgumentError, match=message):
         ExportChangesOperator(**arguments)
+
+
+@pytest.fixture
+def wide(table):
+    """demo.wide: 4 buckets, four commits of inserts, updates and deletes (many files to spread over tasks)."""
+    t = create_table(str(Path(table.path).parents[1]), "demo.wide", {"bucket": "4"})
+    commit_at(t, utc(2026, 11, 1, 12), *range(40))
+    commit_at(t, utc(2026, 11, 2, 12), *range(20, 60), label="w")
+    with commit_clock(utc(2026, 11, 3, 12)):
+        t.delete(pa.table({"id": pa.array(range(0, 60, 3), pa.int64())}))
+    commit_at(t, utc(2026, 11, 4, 12), *range(50, 70), label="x")
+    return t
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.spark
+def test_the_spark_engine_exports_what_the_worker_exports(wide, export_dags, tmp_path):
+    """Real spark-submit: the same rows in the same order as the worker's export of the range, the same XCom
+    shape and manifest; a re-run replaces the folder."""
+    dag = export_dags["export_engine"]
+    conf = {"start": "0", "end": "4", "max_rows": 7}
+    state, here = run(dag, {**conf, "path": str(tmp_path / "local"), "engine": "local"})
+    assert state == "success" and here is not None
+    folder = tmp_path / "spark"
+    state, remote = run(dag, {**conf, "path": f"file://{folder}", "engine": "spark"})
+    assert state == "success" and remote is not None
+    assert (here["engine"], here["engine_reason"]) == ("local", "engine='local'")
+    assert (remote["engine"], remote["engine_reason"]) == ("spark", "engine='spark'")
+    assert set(here) == set(remote)
+    assert {k: here[k] for k in ("table", "start", "end", "mode", "rows", "counts", "consumer")} == \
+        {k: remote[k] for k in ("table", "start", "end", "mode", "rows", "counts", "consumer")}
+    want = wide.changes(0, 4, mode="delta").read_all()
+    assert here["rows"] == want.num_rows == 120 and set(here["counts"]) == {"insert", "delete"}
+    spark_rows = exported(folder)
+    assert spark_rows.equals(exported(tmp_path / "local")) and spark_rows.equals(want)  # in the feed's order
+    assert len({f["path"].split("-")[1] for f in remote["files"]}) > 1  # several tasks wrote
+    assert all(f["rows"] <= 7 for f in remote["files"])
+    assert json.loads((folder / MARKER).read_text())["files"] == remote["files"]
+    assert listing(folder) == sorted([MARKER] + [f["path"] for f in remote["files"]])
+
+    state, again = run(dag, {**conf, "path": str(folder), "engine": "spark", "max_rows": 1000})
+    assert state == "success" and again is not None
+    assert listing(folder) == sorted([MARKER] + [f["path"] for f in again["files"]])
+    assert len(again["files"]) < len(remote["files"])
+    assert pq.read_table(folder).num_rows == want.num_rows  # the whole folder: replaced, no duplicates
+    assert exported(folder).equals(want)
+
+
+@pytest.mark.spark
+@pytest.mark.objectstore
+def test_both_engines_export_to_an_object_store(wide, export_dags, s3_server, monkeypatch):  # noqa: F811
+    """The folder is an S3 URI, written with the connection's filesystem options by the worker and by Spark's
+    tasks (the library's file IO on the local S3 server)."""
+    from airflow_paimon.format.fileio import FileIO
+
+    extra = {"warehouse": str(Path(wide.path).parents[1]), **s3_server.options()}
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon", "extra": extra}))
+    root = f"s3://{s3_server.new_bucket()}/exports"
+    io = FileIO(root, s3_server.options())
+    got = {}
+    for engine in ("local", "spark"):
+        folder = f"{root}/{engine}"
+        state, result = run(export_dags["export_engine"], {"start": "1", "end": "4", "max_rows": 9,
+                                                            "path": folder, "engine": engine})
+        assert state == "success" and result is not None and result["engine"] == engine
+        listed = json.loads(io.read_text(f"{folder}/{MARKER}"))["files"]
+        assert listed == result["files"]
+        got[engine] = pa.concat_tables([pq.read_table(io.fs_path(f"{folder}/{f['path']}"), filesystem=io.fs)
+                                        for f in listed])
+    assert got["spark"].equals(got["local"]) and got["local"].equals(wide.changes(1, 4, mode="delta").read_all())
+
+
+@pytest.mark.spark
+def test_auto_picks_the_engine_by_the_memory_budget(wide, export_dags, tmp_path):
+    conf = {"start": "1", "end": "3"}
+    state, small = run(export_dags["export_engine"], {**conf, "path": str(tmp_path / "a"), "engine": "auto"})
+    assert state == "success" and small is not None
+    assert small["engine"] == "local" and small["engine_reason"].startswith("fits in the worker: the range reads")
+    state, large = run(export_dags["export_auto_tiny_budget"], {**conf, "path": str(tmp_path / "b")})
+    assert state == "success" and large is not None
+    assert large["engine"] == "spark" and large["engine_reason"].startswith("too large for the worker")
+    assert exported(tmp_path / "a").equals(exported(tmp_path / "b"))
+    assert small["counts"] == large["counts"] == {"delete": 20, "insert": 40}
 
 
 def test_templates_are_checked_once_rendered():

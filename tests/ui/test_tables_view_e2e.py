@@ -105,7 +105,7 @@ def _token(base: str, user: str, password: str) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    from tests.e2e.test_backfill_e2e import Standalone, free_port, wait_for  # imports Airflow: not at collection
+    from tests.e2e.standalone import Standalone, free_port, wait_for  # imports Airflow: not at collection
 
     root = tmp_path_factory.mktemp("tables-view")
     home, warehouse, big = root / "home", root / "wh", root / "big"

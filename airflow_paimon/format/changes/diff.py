@@ -141,6 +141,22 @@ def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, 
     return both_tables.take(pa.array(take)), kinds
 
 
+def diff_units(ends: tuple[list[ManifestEntry], list[ManifestEntry]],
+               deletion_vectors: bool = False) -> list[tuple[list[ManifestEntry], list[ManifestEntry]]]:
+    """The live files of both ends cut into independent units (a (partition, bucket); a partition whose buckets
+    were rescaled between the ends is one unit, compared whole), dropping units both ends list alike. A
+    deletion-vector table's bucket may change with the same files (their vectors changed): with
+    ``deletion_vectors`` every unit is kept, and the diff reads only those whose files or vectors differ."""
+    before, after = ends
+    counts_before, counts_after = _bucket_counts(before), _bucket_counts(after)
+    whole = {p for p in set(counts_before) | set(counts_after)
+             if len(counts_before.get(p, set()) | counts_after.get(p, set())) > 1}
+    g_before, g_after = _groups(before, whole), _groups(after, whole)
+    units = [(g_before.get(g, []), g_after.get(g, [])) for g in sorted(set(g_before) | set(g_after))]
+    return [u for u in units
+            if deletion_vectors or {e.file.file_name for e in u[0]} != {e.file.file_name for e in u[1]}]
+
+
 def end_entries(table: "Table", start: Bound, end: Bound) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
     """The live files at both ends (metadata only)."""
     return (table.file_entries(start.snapshot) if start.id else []), table.file_entries(end.snapshot)

@@ -16,9 +16,10 @@ from ..consumers import ConsumerManager
 from ..errors import InvalidOptionError, SnapshotExpiredError, UnsupportedTableError
 from ..evolution import file_columns
 from ..manifest import ManifestEntry
+from ..scan import DECODED_PER_FILE_BYTE
 from ..snapshot import Snapshot
 from .bounds import Bound, latest_bound, resolve_bound
-from .diff import diff_batches, end_entries
+from .diff import diff_batches, diff_units, end_entries
 from .options import OPTION_KEYS, check_mode, request_from_options
 from .ranges import ChangeModeError, check_range, range_batches, range_entries
 from .rows import change_batch, change_schema, needed_columns
@@ -100,6 +101,19 @@ class ChangePlan:
     planned: list[tuple[Snapshot, list[ManifestEntry]]] = field(default_factory=list)
     ends: tuple[list[ManifestEntry], list[ManifestEntry]] = ([], [])
     empty: bool = False
+
+    @property
+    def read_bytes(self) -> int:
+        """The decoded size of the files the feed reads, an estimate from their Parquet sizes that engines compare
+        with a memory budget (for a diff, the files of the buckets whose files differ between the ends; a
+        deletion-vector bucket whose vectors alone changed is not counted)."""
+        if self.empty:
+            return 0
+        if self.mode == "diff":
+            entries = [e for before, after in diff_units(self.ends) for e in before + after]
+        else:
+            entries = [e for _, listed in self.planned for e in listed]
+        return sum(e.file.file_size for e in entries) * DECODED_PER_FILE_BYTE
 
     def reader(self, table: "Table") -> pa.RecordBatchReader:
         if self.empty:
