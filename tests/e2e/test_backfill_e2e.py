@@ -92,6 +92,18 @@ def airflow(tmp_path_factory):
                                     offset=offset)
 
 
+def create_backfill(api: Api, request: dict) -> dict:
+    """On SQLite, Airflow refuses (and rolls back) a backfill while the scheduler holds the database lock; asking
+    again is what a user clicking in the UI would do."""
+    for _ in range(20):
+        response = api.post("/api/v2/backfills", request)
+        if response.status_code == 200 or "Database is locked" not in response.text:
+            break
+        time.sleep(0.5)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
     server, api, warehouse, boundary, offset = (airflow.server, airflow.api, airflow.warehouse, airflow.boundary,
                                                 airflow.offset)
@@ -185,15 +197,7 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
         "max_active_runs": 5,
         "reprocess_behavior": "none",
     }
-    # On SQLite, Airflow refuses (and rolls back) a backfill while the scheduler holds the database lock;
-    # asking again is what a user clicking in the UI would do.
-    for _ in range(20):
-        response = api.post("/api/v2/backfills", request)
-        if response.status_code == 200 or "Database is locked" not in response.text:
-            break
-        time.sleep(0.5)
-    assert response.status_code == 200, response.text
-    backfill = response.json()
+    backfill = create_backfill(api, request)
     backfill_started = pendulum.now("UTC")
     assert backfill_started < due, "Airflow was too slow to leave time for the sensor to defer"
 
@@ -352,13 +356,7 @@ def test_change_export_backfilled_newest_first_exports_each_days_changes(airflow
     backfilled = days[1:]
     request = {"dag_id": EXPORT_DAG_ID, "from_date": backfilled[0].isoformat(), "to_date": backfilled[-1].isoformat(),
                "run_backwards": True, "max_active_runs": 1, "reprocess_behavior": "none"}
-    for _ in range(20):  # SQLite: refused while the scheduler holds the database lock, as in the test above
-        response = api.post("/api/v2/backfills", request)
-        if response.status_code == 200 or "Database is locked" not in response.text:
-            break
-        time.sleep(0.5)
-    assert response.status_code == 200, response.text
-    backfill = response.json()
+    backfill = create_backfill(api, request)
 
     def backfill_done():
         state = api.get(f"/api/v2/backfills/{backfill['id']}").json()
