@@ -40,7 +40,7 @@ __all__ = [
     "matched_update", "matched_delete", "not_matched_insert",
     "not_matched_by_source_update", "not_matched_by_source_delete",
     "default_clauses", "parse_clauses", "validate_clauses", "is_plain_upsert", "referenced_columns",
-    "normalize_on", "check_clause_order", "target_columns_needed", "SOURCE_FORMATS", "FEED_KEY",
+    "normalize_on", "check_clause_order", "target_columns_needed", "resolve_column", "SOURCE_FORMATS", "FEED_KEY",
 ]
 
 SOURCE_FORMATS = ("parquet", "csv", "json", "orc", "avro", "paimon", "sql")
@@ -302,23 +302,31 @@ def normalize_on(on: Any, primary_keys: Sequence[str], target_columns: Sequence[
     return out
 
 
+def resolve_column(columns: Sequence[str], name: str) -> str | None:
+    """`name` among `columns` as Spark resolves it (exact, else ignoring case); None when absent."""
+    if name in columns:
+        return name
+    low = name.lower()
+    return next((c for c in columns if c.lower() == low), None)
+
+
 def target_columns_needed(names: Sequence[str], primary_keys: Sequence[str],
-                          clauses: Sequence[MergeClause], on: Sequence[str], guard_fields: Sequence[str]) -> list[str]:
+                          clauses: Sequence[MergeClause], on: Sequence[str], guard_fields: Sequence[str],
+                          delete_reads: Sequence[str]) -> list[str]:
     """The target columns (of `names`, in that order) the clauses read: conditions, values, the columns an
-    update keeps, every column for a delete (its row is written whole); a plain upsert needs only the keys."""
+    update keeps, and `delete_reads` for a delete (the engines write a deleted row differently, so each says
+    what it needs); a plain upsert needs only the keys."""
     need = set(primary_keys) | set(on) | set(guard_fields)
-    by_lower = {n.lower(): n for n in names}
     for c in clauses:
         need |= referenced_columns(c.condition, "t", names, include_unqualified=c.when != NOT_MATCHED)
         if isinstance(c.assignments, Mapping):
             for expr in c.assignments.values():
                 need |= referenced_columns(expr, "t", names, include_unqualified=c.when != NOT_MATCHED)
             if c.action == "update":
-                assigned = {by_lower.get(k.lower()) for k in c.assignments}
+                assigned = {resolve_column(names, k) for k in c.assignments}
                 need |= {n for n in names if n not in assigned}
         if c.action == "delete":
-            # a delete writes the whole target row, as the Spark path does: NOT NULL columns keep their values
-            need |= set(names)
+            need |= set(delete_reads)
     return [n for n in names if n in need]
 
 

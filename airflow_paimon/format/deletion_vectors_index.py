@@ -19,18 +19,16 @@ import numpy as np
 
 from .deletion_vectors import INDEX_TYPE, VectorRange, read_vectors
 from .errors import CommitConflictError
-from .manifest import ADD, DELETE
+from .manifest import ADD, AVRO_NAMESPACE, DELETE
 from .values import option_boolean
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .table import Table
 
-_NS = "org.apache.paimon.avro.generated.record"
-
 INDEX_MANIFEST_SCHEMA = fastavro.parse_schema({
     "type": "record",
-    "name": _NS,
+    "name": AVRO_NAMESPACE,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -41,13 +39,13 @@ INDEX_MANIFEST_SCHEMA = fastavro.parse_schema({
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_ROW_COUNT", "type": "long"},
         {"name": "_DELETIONS_VECTORS_RANGES", "default": None, "type": ["null", {"type": "array", "items": {
-            "type": "record", "name": f"{_NS}__DELETIONS_VECTORS_RANGES",
+            "type": "record", "name": f"{AVRO_NAMESPACE}__DELETIONS_VECTORS_RANGES",
             "fields": [{"name": "f0", "type": "string"}, {"name": "f1", "type": "int"},
                        {"name": "f2", "type": "int"},
                        {"name": "_CARDINALITY", "type": ["null", "long"], "default": None}]}}]},
         {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None},
         {"name": "_GLOBAL_INDEX", "default": None, "type": ["null", {
-            "type": "record", "name": f"{_NS}__GLOBAL_INDEX",
+            "type": "record", "name": f"{AVRO_NAMESPACE}__GLOBAL_INDEX",
             "fields": [{"name": "_ROW_RANGE_START", "type": "long"}, {"name": "_ROW_RANGE_END", "type": "long"},
                        {"name": "_INDEX_FIELD_ID", "type": "int"},
                        {"name": "_EXTRA_FIELD_IDS", "type": ["null", {"type": "array", "items": "int"}],

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .snapshot import Snapshot
 
 ADD, DELETE = 0, 1
-_NS = "org.apache.paimon.avro.generated.record"
+# The namespace of the record names in the Avro schemas Paimon writes (manifests, index manifests).
+AVRO_NAMESPACE = "org.apache.paimon.avro.generated.record"
 
 
 def _stats_schema(name: str) -> dict:
@@ -47,15 +48,15 @@ _STRINGS = {"type": "array", "items": "string"}
 
 DATA_FILE_SCHEMA = {
     "type": "record",
-    "name": f"{_NS}__FILE",
+    "name": f"{AVRO_NAMESPACE}__FILE",
     "fields": [
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_ROW_COUNT", "type": "long"},
         {"name": "_MIN_KEY", "type": "bytes"},
         {"name": "_MAX_KEY", "type": "bytes"},
-        {"name": "_KEY_STATS", "type": _stats_schema(f"{_NS}__FILE__KEY_STATS")},
-        {"name": "_VALUE_STATS", "type": _stats_schema(f"{_NS}__FILE__VALUE_STATS")},
+        {"name": "_KEY_STATS", "type": _stats_schema(f"{AVRO_NAMESPACE}__FILE__KEY_STATS")},
+        {"name": "_VALUE_STATS", "type": _stats_schema(f"{AVRO_NAMESPACE}__FILE__VALUE_STATS")},
         {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
         {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
         {"name": "_SCHEMA_ID", "type": "long"},
@@ -74,7 +75,7 @@ DATA_FILE_SCHEMA = {
 
 MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
     "type": "record",
-    "name": _NS,
+    "name": AVRO_NAMESPACE,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
@@ -87,14 +88,14 @@ MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema({
 
 MANIFEST_FILE_META_SCHEMA = fastavro.parse_schema({
     "type": "record",
-    "name": _NS,
+    "name": AVRO_NAMESPACE,
     "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_NUM_ADDED_FILES", "type": "long"},
         {"name": "_NUM_DELETED_FILES", "type": "long"},
-        {"name": "_PARTITION_STATS", "type": _stats_schema(f"{_NS}__PARTITION_STATS")},
+        {"name": "_PARTITION_STATS", "type": _stats_schema(f"{AVRO_NAMESPACE}__PARTITION_STATS")},
         {"name": "_SCHEMA_ID", "type": "long"},
         _opt("_MIN_BUCKET", "int"),
         _opt("_MAX_BUCKET", "int"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence, cast
+from typing import Any, cast
 
 import duckdb
 import numpy as np
@@ -34,6 +34,7 @@ from airflow_paimon.merge import (
     is_plain_upsert,
     normalize_on,
     parse_clauses,
+    resolve_column,
     target_columns_needed,
     validate_clauses,
 )
@@ -151,7 +152,8 @@ class LocalMerge:
         reading the target (merge-on-read, the sequence field and the merge engine decide on read)."""
         logical = self.table.arrow_schema()
         names = self.source.column_names
-        data = pa.table({f.name: self.source.column(_resolve(names, f.name) or f.name).cast(f.type) for f in logical})
+        data = pa.table({f.name: self.source.column(resolve_column(names, f.name) or f.name).cast(f.type)
+                         for f in logical})
         data, kinds = kinds_to_write(self.table.core_options, data, None)
         result, written, committed = self._commit(data, kinds, "the MERGE source", "upsert")
         result.update(target_splits_read=0, target_rows_read=0,
@@ -216,13 +218,6 @@ class LocalMerge:
         return pa.table(cols)
 
 
-def _resolve(columns: Sequence[str], name: str) -> str | None:
-    if name in columns:
-        return name
-    low = name.lower()
-    return next((c for c in columns if c.lower() == low), None)
-
-
 def open_transaction(table: Table, commit_user: str | None, commit_identifier: int | None) -> Transaction:
     """The MERGE's commit; its writes go through the library's TableWrite, which writes the changelog the
     table's producer asks for (input, lookup), so the commit declares that producer."""
@@ -251,20 +246,21 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     # The join columns, as Spark casts and names them.
     src_cols = list(source.column_names)
     for k in on_cols:
-        real = _resolve(src_cols, k)
+        real = resolve_column(src_cols, k)
         assert real is not None   # validate_clauses checked it
         i = src_cols.index(real)
         source = source.set_column(i, k, source.column(i).cast(logical.field(k).type))
         src_cols[i] = k
     seq = list(table.core_options.sequence_fields)
-    guard = seq if honour_sequence_field and seq and all(_resolve(src_cols, f) for f in seq) else []
-    tcols = target_columns_needed(names, table.primary_keys, parsed, on_cols, guard)
+    guard = seq if honour_sequence_field and seq and all(resolve_column(src_cols, f) for f in seq) else []
+    tcols = target_columns_needed(names, table.primary_keys, parsed, on_cols, guard,
+                                  delete_reads=names)
     s_map = {c: f"__s_{i}" for i, c in enumerate(src_cols)}
     t_map = {c: f"__t_{i}" for i, c in enumerate(tcols)}
     joined_schema = pa.schema([pa.field(f"__s_{i}", f.type) for i, f in enumerate(source.schema)] +
                               [pa.field(f"__t_{i}", logical.field(c).type) for i, c in enumerate(tcols)] +
                               [pa.field("__has_s", pa.bool_()), pa.field("__has_t", pa.bool_())])
-    guard_cols = [(s_map[_resolve(src_cols, f) or f], t_map[f]) for f in guard]
+    guard_cols = [(s_map[resolve_column(src_cols, f) or f], t_map[f]) for f in guard]
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -290,7 +286,7 @@ def _bucket_groups(table: Table, source: pa.Table,
     dynamic-bucket table's keys by its HASH index: a key the target holds is in the bucket its rows are in)."""
     logical = table.arrow_schema()
     pkeys = table.partition_keys
-    parts = {p: source.column(_resolve(source.column_names, p) or p).cast(logical.field(p).type) for p in pkeys}
+    parts = {p: source.column(resolve_column(source.column_names, p) or p).cast(logical.field(p).type) for p in pkeys}
     if table.is_dynamic_bucket:
         trimmed = table.schema().trimmed_primary_keys
         keys = pa.table({**parts, **{k: source.column(k).cast(logical.field(k).type) for k in trimmed}})

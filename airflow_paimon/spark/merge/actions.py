@@ -15,13 +15,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from airflow_paimon.format.errors import MergeClauseError
-from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, is_identity
+from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, is_identity, resolve_column
 
 from ..schema_map import spark_to_arrow_type
 from ..store_assignment import check_store_assignment
 from ..tables.buckets import BUCKET_COLUMN
 from ..tables.changelog import BEFORE_SEQUENCE, HAS_BEFORE, before_column
-from .plan import TARGET_SEQUENCE, MergePlan, resolve_column, source_column
+from .plan import TARGET_SEQUENCE, MergePlan, source_column
 
 __all__ = ["ROW_KINDS", "sequence_guard", "clause_value", "check_conditions", "check_assignments", "changed_rows"]
 

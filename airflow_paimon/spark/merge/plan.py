@@ -15,7 +15,6 @@ from airflow_paimon.format.commit import Transaction
 from airflow_paimon.format.kernels import CHANGE_COLUMN
 from airflow_paimon.format.scan import ScanPlanner
 from airflow_paimon.merge import (
-    NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
     MergeClause,
     matched_delete,
@@ -23,7 +22,8 @@ from airflow_paimon.merge import (
     normalize_on,
     not_matched_insert,
     parse_clauses,
-    referenced_columns,
+    resolve_column,
+    target_columns_needed,
     validate_clauses,
 )
 
@@ -33,21 +33,10 @@ from ..tables.changelog import images_usable
 from ..tasks import estimated_bytes
 from .spec import MergeSpec
 
-__all__ = ["TARGET_SEQUENCE", "resolve_column", "source_column", "merge_clauses", "target_columns_needed",
+__all__ = ["TARGET_SEQUENCE", "source_column", "merge_clauses",
            "MergePlan", "plan_merge"]
 
 TARGET_SEQUENCE = "__t_seq"
-
-
-def resolve_column(columns: Sequence[str], name: str) -> str | None:
-    """`name` among `columns` as Spark resolves it (exact, else ignoring case); None when absent."""
-    if name in columns:
-        return name
-    low = name.lower()
-    for c in columns:
-        if c.lower() == low:
-            return c
-    return None
 
 
 def source_column(columns: Sequence[str], name: str) -> str:
@@ -72,24 +61,6 @@ def merge_clauses(spec: MergeSpec, table: Table, source_columns: Sequence[str],
     validate_clauses(clauses, target_columns=names, primary_keys=table.primary_keys, on=on,
                      source_columns=source_columns)
     return on, clauses
-
-
-def target_columns_needed(table: Table, clauses: Sequence[MergeClause], on: Sequence[str],
-                          guard_fields: Sequence[str]) -> list[str]:
-    """The target columns the clauses read (conditions, values, columns an update keeps), in schema order."""
-    names = table.schema().field_names
-    need = set(table.primary_keys) | set(on) | set(guard_fields)
-    for c in clauses:
-        need |= referenced_columns(c.condition, "t", names, include_unqualified=c.when != NOT_MATCHED)
-        if isinstance(c.assignments, Mapping):
-            for expr in c.assignments.values():
-                need |= referenced_columns(expr, "t", names, include_unqualified=c.when != NOT_MATCHED)
-            if c.action == "update":
-                assigned = {resolve_column(names, k) for k in c.assignments}
-                need |= {n for n in names if n not in assigned}
-        if c.action == "delete":
-            need |= set(table.core_options.sequence_fields)
-    return [n for n in names if n in need]
 
 
 @dataclass
@@ -138,7 +109,9 @@ def plan_merge(spark: SparkSession, spec: MergeSpec, table: Table, tx: Transacti
     images = images_usable(table)
     # A changelog shows whole rows: the rows a delete writes (input) and the before-images (lookup).
     whole = images or table.core_options.changelog_producer == "input"
-    tcols = table.schema().field_names if whole else target_columns_needed(table, clauses, on, guard_fields)
+    tcols = table.schema().field_names if whole else target_columns_needed(
+        table.schema().field_names, table.primary_keys, clauses, on, guard_fields,
+        delete_reads=table.core_options.sequence_fields)
     key_cols = {k: src_lower[k.lower()] for k in on}
     sel = []
     for c in src_cols:
