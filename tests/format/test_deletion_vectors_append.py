@@ -17,7 +17,7 @@ from airflow_paimon.format import Catalog, UnsupportedTableError
 from airflow_paimon.format.changes.ranges import ChangeModeError
 from airflow_paimon.format.deletion_vectors import MAGIC_32
 from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, index_file_path, read_index_manifest
-from airflow_paimon.format.errors import InvalidDataError, SchemaMismatchError
+from airflow_paimon.format.errors import CommitConflictError, InvalidDataError, SchemaMismatchError
 from airflow_paimon.local_merge.engine import merge_in_process
 from airflow_paimon.merge import matched_delete
 
@@ -206,3 +206,16 @@ def test_the_change_feed_refuses_a_range_whose_deletes_are_only_in_vectors(unawa
         t.changes(appended - 1, t.latest_snapshot().id, mode="delta")
     # A range of appends alone is still answered.
     assert t.changes(appended - 1, appended, mode="delta").read_all().num_rows == 6
+
+
+def test_a_delete_racing_another_on_the_same_partition_conflicts_and_the_retry_keeps_both(unaware):
+    t = unaware
+    tx = t.transaction()
+    mine = t.new_write().delete_rows(pa.table({"id": pa.array([4], pa.int64())}), tx.base)
+    t.delete(pa.table({"id": pa.array([5], pa.int64())}))  # lands first, replacing the index file
+    with pytest.raises(CommitConflictError, match="changed by a concurrent commit"):
+        tx.commit(mine)
+    assert 4 in [r[0] for r in live(t)]
+    # Table.delete computes again on the new snapshot when it loses such a race.
+    t.delete(pa.table({"id": pa.array([4], pa.int64())}))
+    assert not {4, 5} & {r[0] for r in live(t)}
