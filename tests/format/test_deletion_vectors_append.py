@@ -15,6 +15,7 @@ from pyroaring import BitMap
 
 from airflow_paimon.format import Catalog, UnsupportedTableError
 from airflow_paimon.format.changes.ranges import ChangeModeError
+from airflow_paimon.format.compact import compact_split, plan_compaction
 from airflow_paimon.format.deletion_vectors import MAGIC_32
 from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, index_file_path, read_index_manifest
 from airflow_paimon.format.errors import CommitConflictError, InvalidDataError, SchemaMismatchError
@@ -219,3 +220,32 @@ def test_a_delete_racing_another_on_the_same_partition_conflicts_and_the_retry_k
     # Table.delete computes again on the new snapshot when it loses such a race.
     t.delete(pa.table({"id": pa.array([4], pa.int64())}))
     assert not {4, 5} & {r[0] for r in live(t)}
+
+
+def test_a_compaction_racing_a_delete_conflicts_either_way(unaware):
+    t = unaware
+    # The compaction, planned before a delete that marks rows of the files it rewrites, must not land.
+    base = t.latest_snapshot()
+    compaction = [m for m in (compact_split(t, s) for s in plan_compaction(t, base)) if m is not None]
+    t.delete(pa.table({"id": pa.array([1], pa.int64())}))
+    with pytest.raises(CommitConflictError, match="deletion vectors of files this commit replaces"):
+        t.transaction(kind="COMPACT", base=base).commit(compaction)
+    assert 1 not in [r[0] for r in live(t)]
+    # The delete, computed before a compaction that removed the files it marks, must not land either.
+    tx = t.transaction()
+    mine = t.new_write().delete_rows(pa.table({"id": pa.array([2], pa.int64())}), tx.base)
+    t.maintenance.compact()
+    with pytest.raises(CommitConflictError):
+        tx.commit(mine)
+    t.delete(pa.table({"id": pa.array([2], pa.int64())}))
+    assert not {1, 2} & {r[0] for r in live(t)}
+
+
+def test_a_delete_racing_a_compaction_of_files_without_vectors_conflicts(unaware):
+    t = unaware
+    tx = t.transaction()
+    mine = t.new_write().delete_rows(pa.table({"id": pa.array([2], pa.int64())}), tx.base)
+    t.maintenance.compact()  # partition x's two small files become one; no vectors existed to replace
+    with pytest.raises(CommitConflictError, match="data files this commit marks rows of were removed"):
+        tx.commit(mine)
+    assert 2 in [r[0] for r in live(t)]
