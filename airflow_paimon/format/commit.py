@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Final, Sequence
 
 from .commit_message import CommitMessage
+from .deletion_vectors import INDEX_TYPE as DV_INDEX
 from .deletion_vectors_index import IndexEntry, combine_index, index_file_path, read_index_manifest
 from .errors import CommitConflictError, SnapshotNotFoundError, UnsupportedTableError
 from .hash_index import HASH_INDEX
@@ -244,6 +245,7 @@ class Transaction:
                 else:
                     self._check_conflicts(base_snapshot_id, latest, entries)
                     self._check_hash_index_conflicts(base_snapshot_id, latest, index[0])
+                    self._check_append_vector_conflicts(base_snapshot_id, latest, entries, index[0])
             base_metas = self._base_manifests(latest)
             previous_index = latest.index_manifest if latest is not None else None
             index_manifest = combine_index(self.table, previous_index, *index)
@@ -368,6 +370,35 @@ class Transaction:
             raise CommitConflictError(f"the HASH index of a partition this commit writes was changed concurrently "
                                       f"(snapshots {base_id + 1}..{latest.id}); nothing was committed, retry the "
                                       "write")
+
+    def _check_append_vector_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry],
+                                       adds: Sequence[IndexEntry]) -> None:
+        """On an append table with deletion vectors, refuse vectors for data files a concurrent commit removed (the
+        deletes would be lost) and the removal of data files whose vectors a concurrent commit changed (the
+        rewritten files would bring the deleted rows back)."""
+        if self.table.is_primary_key or not self.table.core_options.deletion_vectors:
+            return
+        marked = {(a.partition, a.bucket, name) for a in adds if a.index_type == DV_INDEX for name in a.ranges}
+        if marked:
+            live = {(e.partition, e.bucket, e.file.file_name) for e in self.table.file_entries(latest)}
+            if marked - live:
+                raise CommitConflictError(f"data files this commit marks rows of were removed by a concurrent "
+                                          f"commit (snapshots {base_id + 1}..{latest.id}); nothing was committed")
+        removing = {(e.partition, e.bucket) for e in entries if e.kind == DELETE}
+        if not removing:
+            return
+        base = self.base if self.base is not None and self.base.id == base_id else (
+            self.snapshots.snapshot(base_id) if base_id > 0 else None)
+
+        def vector_files(snap: Snapshot | None) -> set[tuple[bytes, int, str]]:
+            found = read_index_manifest(self.table, snap.index_manifest) if snap and snap.index_manifest else []
+            return {(e.partition, e.bucket, e.file_name) for e in found
+                    if e.index_type == DV_INDEX and (e.partition, e.bucket) in removing}
+
+        if vector_files(base) != vector_files(latest):
+            raise CommitConflictError(f"the deletion vectors of files this commit replaces were changed by a "
+                                      f"concurrent commit (snapshots {base_id + 1}..{latest.id}); nothing was "
+                                      "committed")
 
     def _check_conflicts(self, base_id: int, latest: Snapshot, entries: list[ManifestEntry]) -> None:
         """Refuse to commit over concurrent changes that would make this commit wrong."""

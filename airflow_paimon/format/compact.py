@@ -82,7 +82,7 @@ def needs_compaction(table: "Table", split: Split, target_size: int | None = Non
         return (len(split.files) > 1 or split.files[0].level != top or _has_deletes(split.files[0])
                 or bool(split.deletion_files))
     size = target_size or target_file_size(table)
-    return sum(1 for f in split.files if f.file_size < size) >= 2
+    return sum(1 for f in split.files if f.file_size < size) >= 2 or bool(split.deletion_files)
 
 
 def _chunks(n: int, rows_per_file: int) -> list[tuple[int, int]]:
@@ -144,14 +144,20 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
 
 
 def compact_append_files(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:
-    """Concatenate the small files of one append-table partition into files of about the target size."""
+    """Concatenate the small files of one append-table partition (or bucket) into files of about the target size.
+
+    With deletion vectors, the files that have one are rewritten too, without the rows it deletes (Paimon's
+    append compaction folds them in the same way): the bucket's vectors then all go, with their index files."""
     size = target_size or target_file_size(table)
-    small = sorted((f for f in split.files if f.file_size < size), key=lambda f: f.min_sequence_number)
-    if len(small) < 2:
+    vectors = split.deletion_files or {}
+    small = sorted((f for f in split.files if f.file_size < size or f.file_name in vectors),
+                   key=lambda f: f.min_sequence_number)
+    if len(small) < 2 and not vectors:
         return None
     schema = table.schema()
     logical = schema.logical_arrow_schema()
-    small_split = Split(split.partition, split.partition_bytes, split.bucket, small, split.snapshot_id)
+    small_split = Split(split.partition, split.partition_bytes, split.bucket, small, split.snapshot_id,
+                        {name: where for name, where in vectors.items()} or None)
     parts = read_files(table, small_split, logical.names, logical)
     data = pa.concat_tables([p.cast(pa.schema([f.with_nullable(True) for f in logical])) for p in parts])
     data = fill_partition(table, small_split, data)
@@ -164,7 +170,9 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
                                  file_source=FILE_SOURCE_COMPACT)
         new_files.append(meta)
         seq = meta.max_sequence_number + 1
-    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, small)
+    index_files = sorted({path.rsplit("/", 1)[-1] for path, _, _ in vectors.values()})
+    return CommitMessage(split.partition_bytes, split.bucket, table.total_buckets, new_files, small,
+                         index_deletes=index_files)
 
 
 def compact_split(table: "Table", split: Split, target_size: int | None = None) -> CommitMessage | None:

@@ -182,6 +182,10 @@ class DeletionVectors:
         """The bucket's index file (the last one listed, where a writer keeps one per bucket)."""
         return self.entries.get((partition, bucket))
 
+    def entries_of(self, partition: bytes, bucket: int) -> list[IndexEntry]:
+        """Every deletion-vector index file of the bucket (an unaware-bucket append table may have several)."""
+        return list(self._all.get((partition, bucket), []))
+
     def bucket(self, partition: bytes, bucket: int) -> dict[str, np.ndarray]:
         """Data file name -> deleted positions, for every vector of the bucket."""
         key = (partition, bucket)

@@ -183,10 +183,8 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
     dv_enabled, dv_sequence_field, dv_changelog = deletion_vectors
     if dv_enabled and writing:
         # Reads of deletion-vector tables are exact; writes keep the vectors up to date for deduplicate
-        # primary-key tables ordered by sequence number (deletion_vectors_write.py).
-        if not has_primary_key:
-            out.append("it is an append table with deletion vectors (deletion-vectors.enabled = true): writing "
-                       "it here is not supported")
+        # primary-key tables ordered by sequence number (deletion_vectors_write.py) and for append tables, whose
+        # deletes and updates mark rows in them (deletion_vectors_append.py).
         if dv_sequence_field:
             out.append("it is a deletion-vector table with a sequence.field: its writers decide which version of "
                        "a key wins by that field, which the deletion vectors written here do not do")

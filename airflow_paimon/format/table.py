@@ -392,8 +392,16 @@ class Table:
 
     def delete(self, keys: pa.Table, commit_user: str | None = None,
                commit_identifier: int | None = None) -> Snapshot | None:
-        """One commit that deletes these primary keys."""
+        """One commit that deletes these primary keys; on an append table with deletion vectors, every row equal to
+        one of `keys` in its columns (marked deleted in deletion vectors, data files untouched)."""
         return self._write_and_commit(lambda base: self.new_write().delete_rows(keys, base),
+                                      commit_user, commit_identifier)
+
+    def update(self, rows: pa.Table, on: Sequence[str], commit_user: str | None = None,
+               commit_identifier: int | None = None) -> Snapshot | None:
+        """One commit replacing the rows of an append table with deletion vectors whose `on` columns equal one of
+        `rows`' by that row (rows matching nothing are inserted)."""
+        return self._write_and_commit(lambda base: self.new_write().update_rows(rows, list(on), base),
                                       commit_user, commit_identifier)
 
     # ---- tags, metadata and upkeep ---------------------------------------------------------------

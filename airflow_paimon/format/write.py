@@ -20,6 +20,7 @@ from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit_message import CommitMessage
 from .data_file import DELETE, INSERT, write_append_file, write_kv_file
+from .deletion_vectors_append import delete_matching, update_matching
 from .deletion_vectors_write import DeletionVectorWriter
 from .dynamic_bucket import DynamicBucketAssigner
 from .errors import DuplicateKeyError, InvalidDataError, SchemaMismatchError
@@ -286,9 +287,10 @@ class TableWrite:
         return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])
 
     def delete_rows(self, keys: pa.Table, base_snapshot: Snapshot | None = None) -> list[CommitMessage]:
-        """-D rows for the given primary keys (other columns may be absent)."""
+        """-D rows for the given primary keys (other columns may be absent); on an append table with deletion
+        vectors, every row equal to one of `keys` in its columns is marked deleted in its file's vector."""
         if not self.table.is_primary_key:
-            raise InvalidDataError("delete by key needs a primary-key table; this table is append-only")
+            return delete_matching(self.table, keys, base_snapshot)
         pk = list(self.schema.primary_keys)
         missing = [k for k in pk if k not in keys.column_names]
         if missing:
@@ -298,3 +300,9 @@ class TableWrite:
                                    "deleting keys would change nothing")
         kinds = pa.array(np.full(keys.num_rows, DELETE, dtype=np.int8))
         return self.write(keys, kinds, base_snapshot, required=pk)
+
+    def update_rows(self, rows: pa.Table, on: Sequence[str],
+                    base_snapshot: Snapshot | None = None) -> list[CommitMessage]:
+        """Append-table update with deletion vectors: the rows equal to one of `rows` in the `on` columns are marked
+        deleted and `rows` appended (as Paimon's UPDATE of such a table)."""
+        return update_matching(self.table, rows, on, base_snapshot, lambda: self.write(rows, None, base_snapshot))

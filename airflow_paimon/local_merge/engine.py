@@ -233,7 +233,9 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     tables only Spark handles."""
     started = time.monotonic()
     if not table.is_primary_key:
-        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
+        hint = (" (its deletion vectors let Table.delete and Table.update remove and replace rows)"
+                if table.core_options.deletion_vectors else "")
+        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table{hint}")
     if table.core_options.bucket < 1 and not table.is_dynamic_bucket:
         raise NotTranslatable(f"{table.identifier} has bucket={table.core_options.bucket}: the in-process MERGE "
                               "handles fixed-bucket and dynamic-bucket tables; run this MERGE on Spark")

@@ -20,17 +20,16 @@ import pyarrow as pa
 import pytest
 from pyroaring import BitMap
 
-from airflow_paimon.format import Catalog, UnsupportedTableError
+from airflow_paimon.format import Catalog
 from airflow_paimon.format.commit_message import CommitMessage
 from airflow_paimon.format.deletion_vectors import MAGIC_32, VectorRange
 from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, IndexEntry, index_directory, read_index_manifest
 from airflow_paimon.format.hash_index import HASH_INDEX
 from airflow_paimon.local_merge.engine import merge_in_process
 from airflow_paimon.merge import matched_delete, matched_update, not_matched_insert
-from airflow_paimon.spark.compact_app import run_compaction
 
 from .test_deletion_vectors import raw_rows
-from .upkeep_helpers import FUTURE, tree_digest
+from .upkeep_helpers import FUTURE
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -137,18 +136,20 @@ def test_an_append_table_is_read_without_the_rows_its_vectors_delete(append_dv):
     assert t.read(snapshot_id=t.latest_snapshot().id - 1).num_rows == 12
 
 
-def test_an_append_table_with_deletion_vectors_is_not_written_or_compacted_here(append_dv, tmp_path):
+def test_an_append_table_with_two_index_files_in_a_partition_is_written_deleted_and_compacted(append_dv):
     t = append_dv
-    before = tree_digest(t.path)
-    message = "cannot write to db.t: it is an append table with deletion vectors"
-    with pytest.raises(UnsupportedTableError, match=message):
-        t.write(rows([50], "x"))
-    with pytest.raises(UnsupportedTableError, match=message):
-        t.maintenance.compact()
-    with pytest.raises(UnsupportedTableError, match=message):
-        # The Spark compaction refuses it before it needs a session.
-        run_compaction(None, {"target": "db.t", "warehouse": str(tmp_path / "wh")})
-    assert tree_digest(t.path) == before
+    t.write(rows([50], "x"))
+    # The partition's two index files (one vector each, as Paimon's unaware-bucket DELETE leaves them) are
+    # replaced by one holding their vectors joined with the new deletions, and the new file's vector.
+    t.delete(pa.table({"id": pa.array([2, 7, 50], pa.int64())}))
+    entries = read_index_manifest(t, t.latest_snapshot().index_manifest)
+    assert len(entries) == 1 and len(entries[0].ranges) == 3
+    expected = [(i, f"a{i}") for i in (0, 3, 5)] + [(i, f"b{i}") for i in (8, 9, 10)]
+    assert sorted((r["id"], r["v"]) for r in t.read().to_pylist()) == expected
+    t.maintenance.compact()
+    assert t.latest_snapshot().index_manifest is None or not read_index_manifest(
+        t, t.latest_snapshot().index_manifest)
+    assert sorted((r["id"], r["v"]) for r in t.read().to_pylist()) == expected
 
 
 def test_upkeep_keeps_the_index_files_of_an_append_table(append_dv):

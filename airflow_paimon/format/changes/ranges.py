@@ -58,7 +58,16 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
                               "mode 'changelog' has nothing to read; use mode='delta' (rows as written) or "
                               "mode='diff' (the two ends compared)")
     snaps = [_snapshot(table, sid, mode, start, end) for sid in range(start.id + 1, end.id + 1)]
+    vectors = table.core_options.deletion_vectors and not table.is_primary_key
+    previous = start.snapshot.index_manifest if start.snapshot is not None else None
     for snap in snaps:
+        if vectors and snap.commit_kind != "COMPACT" and snap.index_manifest != previous:
+            # An append table's deletes and updates only mark rows in its deletion vectors: no file lists them.
+            raise ChangeModeError(
+                f"snapshot {snap.id} of {table.identifier}, inside the range {_range_text(start, end)}, changed the "
+                f"deletion vectors of an append table: the rows it deleted are in no file, so mode {mode!r} "
+                "would miss them")
+        previous = snap.index_manifest
         if snap.commit_kind == "OVERWRITE":
             raise ChangeModeError(
                 f"snapshot {snap.id} of {table.identifier}, inside the range {_range_text(start, end)}, is an "
