@@ -86,19 +86,57 @@ def cast_evolved(column: pa.ChunkedArray | pa.Array, target: pa.DataType, name: 
             f"{where}: column {name!r} was written as {column.type} and cannot be read as {target} ({e})") from None
 
 
-def _read_parquet(io: FileIO, path: str, names: list[str]) -> pa.Table:
-    """The named columns of one Parquet file; names the file lacks (a writer that left them out) are absent."""
+# A dictionary page this small was not cut short by the writer's dictionary size limit (1 MiB in Paimon's and
+# pyarrow's writers), so the chunk's pages are all dictionary-encoded: read as a dictionary it costs its indices.
+_SMALL_DICTIONARY = 64 * 1024
+
+
+def _dictionary_columns(parquet: pq.ParquetFile, names: list[str]) -> list[str]:
+    """The string/binary columns of `names` whose every chunk is a small dictionary plus its indices.
+
+    Reading such a column as a dictionary and decoding only the rows taken avoids decoding every value of the
+    file; a chunk that fell back to plain pages would instead be hashed back into a dictionary, which is slower
+    than a plain read, so any doubt keeps the plain read."""
+    meta = parquet.metadata
+    schema = parquet.schema_arrow
+    out = []
+    for name in names:
+        field = schema.field(name)
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+                or pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)):
+            continue
+        index = schema.get_field_index(name)
+        chunks = [meta.row_group(g).column(index) for g in range(meta.num_row_groups)]
+        if chunks and all(c.has_dictionary_page and c.dictionary_page_offset is not None
+                          and c.data_page_offset - c.dictionary_page_offset < _SMALL_DICTIONARY for c in chunks):
+            out.append(name)
+    return out
+
+
+def _read_parquet(io: FileIO, path: str, names: list[str], rows: pa.Array | None = None) -> pa.Table:
+    """The named columns of one Parquet file (only `rows`, when given); names the file lacks (a writer that left
+    them out) are absent."""
     # One open, no dataset layer (pq.read_table builds a dataset per call); pre-buffered as read_table is, which
     # coalesces the column chunks' reads into few requests on an object store.
     with io.fs.open_input_file(io.fs_path(path)) as f:
         parquet = pq.ParquetFile(f, pre_buffer=True)
-        present = set(parquet.schema_arrow.names)
-        return parquet.read(columns=[n for n in names if n in present])
+        present = [n for n in names if n in set(parquet.schema_arrow.names)]
+        if rows is None:
+            return parquet.read(columns=present)
+        dictionary = _dictionary_columns(parquet, present)
+        if dictionary:
+            parquet = pq.ParquetFile(f, pre_buffer=True, metadata=parquet.metadata, read_dictionary=dictionary)
+        data = parquet.read(columns=present).take(rows)
+    return pa.Table.from_arrays(
+        [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in data.columns],
+        names=data.column_names)
 
 
-def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schema) -> pa.Table:
-    """One data file's columns, named and typed as `target` (which holds `columns.names`)."""
-    data = _read_parquet(io, path, columns.to_read)
+def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schema,
+                   rows: pa.Array | None = None) -> pa.Table:
+    """One data file's columns (only the rows at the sorted positions `rows`, when given), named and typed as
+    `target` (which holds `columns.names`)."""
+    data = _read_parquet(io, path, columns.to_read, rows)
     arrays = []
     for name, source in zip(columns.names, columns.sources):
         t = target.field(name).type

@@ -93,7 +93,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
             continue
         take = pa.array(rows)
         if rest:
-            values = read_data_file(table.io, path, file_columns(current, written, rest), schema).take(take)
+            values = read_data_file(table.io, path, file_columns(current, written, rest), schema, take)
             arrays = [file_keys.column(c).take(take) if c in keys else values.column(c) for c in columns]
         else:
             arrays = [file_keys.column(c).take(take) for c in columns]

@@ -181,9 +181,9 @@ def test_lookup_reads_only_the_files_whose_key_range_can_hold_the_keys(catalog, 
         whole.extend(f.file_name for f in files)
         return real_read(self, partition, bucket, files)
 
-    def counting_file(io, path, columns, target):
+    def counting_file(io, path, columns, target, rows=None):
         opened.append((path.rsplit("/", 1)[-1], columns.names))
-        return real_file(io, path, columns, target)
+        return real_file(io, path, columns, target, rows)
 
     monkeypatch.setattr(lookup_module.Lookup, "read", counting)
     monkeypatch.setattr(key_reads, "read_data_file", counting_file)

@@ -382,9 +382,9 @@ def test_diff_reads_a_shared_file_once_and_its_values_only_when_it_holds_a_chang
     opened: list[tuple[str, ...]] = []
     real = key_reads.read_data_file
 
-    def counting(io, path, columns, target):
+    def counting(io, path, columns, target, rows=None):
         opened.append(columns.names)
-        return real(io, path, columns, target)
+        return real(io, path, columns, target, rows)
 
     monkeypatch.setattr(key_reads, "read_data_file", counting)
     assert [g[1:] for g in feed(t, "start", "insert", mode="diff")] == [("insert", 5, "a", "v5")]

@@ -13,7 +13,10 @@ at the end an `insert`, at both with other values an `update_preimage` (the star
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from ..table import Table
 
 _LEFT, _RIGHT = "__start_row", "__end_row"
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _groups(entries: list[ManifestEntry], whole: set[bytes]) -> dict[tuple[bytes, int], list[ManifestEntry]]:
@@ -178,18 +183,17 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
     keys = table.schema().trimmed_primary_keys + [k for k in table.partition_keys
                                                   if k not in table.schema().trimmed_primary_keys]
     trimmed = table.schema().trimmed_primary_keys
-    for group in sorted(set(g_before) | set(g_after)):
+
+    def unit(group: tuple[bytes, int]) -> tuple[pa.Table, np.ndarray] | None:
         files_before, files_after = g_before.get(group, []), g_after.get(group, [])
         names_before = {e.file.file_name for e in files_before}
         names_after = {e.file.file_name for e in files_after}
-        if names_before == names_after:
-            continue
         partition = group[0]
         only = [e for e in files_before if e.file.file_name not in names_after] + \
             [e for e in files_after if e.file.file_name not in names_before]
         changed = _changed_keys(table, only, trimmed)
         if changed.num_rows == 0:
-            continue
+            return None
         shared = _shared_rows(table, partition, [e for e in files_before if e.file.file_name in names_after],
                               names, changed)
         old = _state(table, partition, [e for e in files_before if e.file.file_name not in names_after], names,
@@ -197,8 +201,30 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
         new = _state(table, partition, [e for e in files_after if e.file.file_name not in names_before], names,
                      shared)
         rows, kinds = compare(old, new, keys)
-        if rows.num_rows:
-            yield rows, kinds
+        return (rows, kinds) if rows.num_rows else None
+
+    groups = [g for g in sorted(set(g_before) | set(g_after))
+              if {e.file.file_name for e in g_before.get(g, [])} != {e.file.file_name for e in g_after.get(g, [])}]
+    for result in in_order_parallel(unit, groups):
+        if result is not None:
+            yield result
+
+
+def in_order_parallel(work: Callable[[T], R], items: list[T]) -> Iterator[R]:
+    """`work` of each item, in the items' order, computed by as many threads as cores (Parquet decoding, takes
+    and joins release the GIL) with at most that many results held at once: the feed stays a stream."""
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        yield from map(work, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[R]] = deque()
+        for item in items:
+            if len(pending) == workers:
+                yield pending.popleft().result()
+            pending.append(pool.submit(work, item))
+        while pending:
+            yield pending.popleft().result()
 
 
 def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
