@@ -103,6 +103,10 @@ def _order_group(data: pa.Table, rows: np.ndarray, keys: Sequence[str], seq_fiel
     col = data.column(keys[0])
     if not seq_fields and len(keys) == 1 and pa.types.is_integer(col.type) and col.null_count == 0:
         k = col.to_numpy()[rows]
+        if len(k) < 2 or bool(np.all(k[1:] > k[:-1])):
+            # Rows that arrive in key order (an ordered extract, a single bucket of sorted keys) need no sort:
+            # one comparison pass instead of an O(n log n) argsort.
+            return rows, np.ones(len(rows), dtype=bool)
         # The fast unstable sort is exact when keys are unique; duplicates (rare: one batch updating a key
         # twice) take a stable sort.
         order = np.argsort(k)
@@ -203,7 +207,10 @@ class TableWrite:
                      seq0: int, lookup: Lookup | None, dv: DeletionVectorWriter | None) -> CommitMessage:
         """One bucket's rows (`rows`: their indices in `data`, sorted by key; `kept`: the newest of each key)."""
         written = rows if kept.all() else rows[kept]
-        part = data.take(written)
+        # Consecutive rows (sorted input of one bucket) are a zero-copy slice; otherwise a gather.
+        contiguous = len(written) > 0 and int(written[-1]) - int(written[0]) + 1 == len(written) \
+            and bool(np.all(np.diff(written) == 1))
+        part = data.slice(int(written[0]), len(written)) if contiguous else data.take(written)
         if self.table.core_options.changelog_producer == "input":
             # Every input row has its own sequence number (and is in the changelog); the newest one per key is
             # stored with its number, so later writes still order after all of them.
