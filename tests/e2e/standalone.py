@@ -154,23 +154,32 @@ def dag_folder(home: Path) -> Path:
     return folder
 
 
-def airflow_env(home: Path, port: int, warehouse: str, offset: str, **extra: str) -> dict[str, str]:
+def server_env(home: Path, port: int, dags: Path) -> dict[str, str]:
+    """The environment of an Airflow home on SQLite whose API server listens on 127.0.0.1:`port`, reading DAGs
+    from `dags`; none of the caller's AIRFLOW* or PAIMON_* variables leak in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_"))}
     env.update({
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dag_folder(home)),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "8",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+    })
+    return env
+
+
+def airflow_env(home: Path, port: int, warehouse: str, offset: str, **extra: str) -> dict[str, str]:
+    env = server_env(home, port, dag_folder(home))
+    env.update({
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "8",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",

@@ -66,6 +66,18 @@ def ours(table) -> list[list]:
     return sorted([r["id"], r["p"], r["v"]] for r in table.read().to_pylist())
 
 
+def batch(ids, v) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "p": ["a"] * len(ids),
+                     "v": pa.array([v] * len(ids), pa.int64())})
+
+
+def assert_read_without_merging_then_compacted(wh: str, table, expected: list[list]) -> None:
+    """pypaimon reads `expected` from raw files above level 0 with vectors applied, then again after our
+    compaction folded the vectors in."""
+    assert_read_without_merging_then_compacted(wh, table, expected)
+    assert ours(table) == expected
+
+
 def test_pypaimon_reads_our_deletion_vectors_without_merging(tmp_path):
     wh = str(tmp_path / "wh")
     written = run_pypaimon(WRITE, {"warehouse": wh, "positions": POSITIONS})
@@ -74,10 +86,6 @@ def test_pypaimon_reads_our_deletion_vectors_without_merging(tmp_path):
 
     table = Catalog(wh).get_table("db.t")
     assert written["rows"] == 0 and ours(table) == []   # pypaimon's rows wait at level 0 for a compaction
-
-    def batch(ids, v):
-        return pa.table({"id": pa.array(list(ids), pa.int64()), "p": ["a"] * len(ids),
-                         "v": pa.array([v] * len(ids), pa.int64())})
 
     table.write(batch(range(25, 35), 3))
     table.delete(pa.table({"id": pa.array([0, 12, 26], pa.int64()), "p": ["a"] * 3}))
@@ -88,15 +96,7 @@ def test_pypaimon_reads_our_deletion_vectors_without_merging(tmp_path):
     model |= {5: 4, 12: 4, 40: 4}
     expected = sorted([i, "a", v] for i, v in model.items())
 
-    after = run_pypaimon(READ, {"warehouse": wh})
-    assert after["rows"] == expected
-    assert all(after["raw"]) and 0 not in after["levels"] and after["vectors"] > 0
-    assert ours(table) == expected
-
-    table.maintenance.compact()
-    compacted = run_pypaimon(READ, {"warehouse": wh})
-    assert compacted["rows"] == expected and compacted["vectors"] == 0
-    assert ours(table) == expected
+    assert_read_without_merging_then_compacted(wh, table, expected)
     assert np.all([e.file.level > 0 for e in table.file_entries(table.latest_snapshot())])
 
 
@@ -136,20 +136,10 @@ def test_our_writes_to_a_dynamic_bucket_deletion_vector_table_pypaimon_wrote_rea
               if e.index_type == HASH_INDEX]
     assert len(hashes) == 3, "pypaimon's HASH index should spread 12 keys over 3 buckets of 4"
 
-    def batch(ids, v):
-        return pa.table({"id": pa.array(list(ids), pa.int64()), "p": ["a"] * len(ids),
-                         "v": pa.array([v] * len(ids), pa.int64())})
-
     table.write(batch([1, 5, 9, 12, 13], 2))
     table.delete(pa.table({"id": pa.array([2, 13], pa.int64()), "p": ["a", "a"]}))
     merge_in_process(table, batch([3, 7, 20], 3), [c.to_dict() for c in (matched_update(), not_matched_insert())])
     model = {i: 1 for i in range(12)} | {1: 2, 5: 2, 9: 2, 12: 2} | {3: 3, 7: 3, 20: 3}
     model.pop(2)
     expected = sorted([i, "a", v] for i, v in model.items())
-    after = run_pypaimon(READ, {"warehouse": wh})
-    assert after["rows"] == expected
-    assert all(after["raw"]) and 0 not in after["levels"] and after["vectors"] > 0
-    assert ours(table) == expected
-    table.maintenance.compact()
-    compacted = run_pypaimon(READ, {"warehouse": wh})
-    assert compacted["rows"] == expected and compacted["vectors"] == 0
+    assert_read_without_merging_then_compacted(wh, table, expected)

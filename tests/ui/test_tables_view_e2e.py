@@ -12,7 +12,6 @@ and 100 tags, whose page time is measured.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import subprocess
@@ -35,7 +34,6 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.airflow, pytest.mark.timeout(300)]
 
-VENV_BIN = Path(sys.executable).parent
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -72,18 +70,10 @@ def _environment(home: Path, port: int, warehouse: Path, big: Path, source: Path
         "conn_type": "paimon", "login": "AKIAFILETEST", "password": FILE_SECRET,
         "extra": {"warehouse": str(warehouse)}}}))
     shutil.copy(HERE / "dag_files" / "paimon_ui_merge.py", dags)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PAIMON_"))}
+    from tests.e2e.standalone import server_env
+
+    env = server_env(home, port, dags)
     env.update({
-        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
         "AIRFLOW__SECRETS__BACKEND": "airflow.secrets.local_filesystem.LocalFilesystemBackend",
         "AIRFLOW__SECRETS__BACKEND_KWARGS": json.dumps({"connections_file_path": str(connections_file)}),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer",
