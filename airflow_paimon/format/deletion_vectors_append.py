@@ -10,7 +10,7 @@ commit. Compaction later rewrites the files without the deleted rows and drops t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -60,27 +60,35 @@ def delete_matching(table: "Table", match: pa.Table, base: "Snapshot | None") ->
         raise SchemaMismatchError(
             f"the rows to delete do not have {table.identifier}'s column types: {error}"
         ) from error
-    vectors = DeletionVectors.of(table, base)
-    files: dict[tuple[bytes, int], list] = {}
+    hits: dict[tuple[bytes, int], dict[str, np.ndarray]] = {}
     for e in table.file_entries(base):
-        files.setdefault((e.partition, e.bucket), []).append(e.file)
+        partition = table.partition_codec.from_bytes(e.partition)
+        path = table.data_file_path(partition, e.bucket, e.file)
+        got = read_data_file(
+            table.io, path, file_columns(schema, table.schema_by_id(e.file.schema_id), columns), target
+        )
+        found = positions_of_keys(got, wanted, columns)
+        if len(found):
+            hits.setdefault((e.partition, e.bucket), {})[e.file.file_name] = found
+    return mark_deleted(table, base, hits)
+
+
+def mark_deleted(
+    table: "Table", base: "Snapshot | None", hits: Mapping[tuple[bytes, int], Mapping[str, np.ndarray]]
+) -> list[CommitMessage]:
+    """Messages adding `hits` ((partition, bucket) -> data file name -> positions) to the vectors of `base`: one
+    new index file per (partition, bucket) whose vectors gain a position, replacing the ones it had."""
+    require_append_vectors(table)
+    vectors = DeletionVectors.of(table, base)
     messages = []
-    for (pbytes, bucket), metas in sorted(files.items()):
-        partition = table.partition_codec.from_bytes(pbytes)
+    for (pbytes, bucket), per_file in sorted(hits.items()):
         current = dict(vectors.bucket(pbytes, bucket))
         changed = False
-        for meta in metas:
-            path = table.data_file_path(partition, bucket, meta)
-            got = read_data_file(
-                table.io, path, file_columns(schema, table.schema_by_id(meta.schema_id), columns), target
-            )
-            hits = positions_of_keys(got, wanted, columns)
-            if not len(hits):
-                continue
-            old = current.get(meta.file_name)
-            union = hits if old is None else np.union1d(old, hits)
+        for name, positions in per_file.items():
+            old = current.get(name)
+            union = np.unique(positions) if old is None else np.union1d(old, positions)
             if old is None or len(union) != len(old):
-                current[meta.file_name] = union
+                current[name] = union
                 changed = True
         if changed:
             messages.append(_replace_vectors(table, vectors, pbytes, bucket, current))

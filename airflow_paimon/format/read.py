@@ -30,9 +30,11 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
+def read_files(table: "Table", split: Split, columns: list[str], schema: pa.Schema,
+               positions: str | None = None) -> list[pa.Table]:
     """Each file's `columns` in `schema`'s types, found in the file by field id (see evolution.py); on a
-    deletion-vector table without the rows the split's vectors delete."""
+    deletion-vector table without the rows the split's vectors delete. `positions`: the name of a column added
+    with each row's position in its file, which is what a deletion vector marks."""
     current = table.schema()
     vectors = read_deletion_files(table.io, split.deletion_files) if split.deletion_files else {}
     out = []
@@ -40,6 +42,8 @@ def read_files(table: "Table", split: Split, columns: list[str], schema: pa.Sche
         path = table.data_file_path(split.partition, split.bucket, meta)
         where = file_columns(current, table.schema_by_id(meta.schema_id), columns)
         data = read_data_file(table.io, path, where, schema)
+        if positions is not None:
+            data = data.append_column(positions, pa.array(np.arange(data.num_rows, dtype=np.int64)))
         keep = keep_mask(data.num_rows, vectors.get(meta.file_name))
         out.append(data if keep is None else data.filter(pa.array(keep)))
     return out

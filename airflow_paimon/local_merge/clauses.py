@@ -71,11 +71,12 @@ def _sequence_guard(fields: Sequence[tuple[str, str]], descending: bool) -> str:
 
 def compile_merge(con: duckdb.DuckDBPyConnection, table: Table, clauses: Sequence[MergeClause],
                   joined_schema: pa.Schema, source_columns: Mapping[str, str], target_columns: Mapping[str, str],
-                  guard: Sequence[tuple[str, str]]) -> CompiledMerge:
+                  guard: Sequence[tuple[str, str]], passthrough: Sequence[str] = ()) -> CompiledMerge:
     """The clauses as one query over the joined rows (`joined_schema`); `source_columns`/`target_columns` map a
     side's column names to the joined columns. Checked before any row is read: every reference resolves, each
     condition is boolean, each value is storable into its column (Spark's ANSI store assignment) --
-    MergeClauseError / StoreAssignmentError otherwise; NotTranslatable for SQL only Spark evaluates exactly."""
+    MergeClauseError / StoreAssignmentError otherwise; NotTranslatable for SQL only Spark evaluates exactly.
+    `passthrough`: joined columns copied to the output as they are (where an append target's rows are)."""
     logical = table.arrow_schema()
     types = {f.name: f.type for f in joined_schema}
     s_side = ColumnSide("s", source_columns, {n: types[j] for n, j in source_columns.items()})
@@ -148,10 +149,12 @@ def compile_merge(con: duckdb.DuckDBPyConnection, table: Table, clauses: Sequenc
         cols.append(f"CAST({case} AS {dtype}) AS {quote(f.name)}" if dtype else f"{case} AS {quote(f.name)}")
     kinds = " ".join(f"WHEN {i} THEN {ROW_KINDS[c.action]}" for i, c in enumerate(clauses))
     cols.append(f"CAST(CASE {ACTION} {kinds} END AS TINYINT) AS __kind")
+    cols += [quote(c) for c in passthrough]
     sql = (f"SELECT {', '.join(cols)} FROM (SELECT *, {action} AS {ACTION} FROM joined) "
            f"WHERE {ACTION} IS NOT NULL")
     # Nullable: a delete leaves the columns it did not read NULL, as the Spark application does.
-    output = pa.schema([pa.field(f.name, f.type) for f in logical] + [pa.field("__kind", pa.int8())])
+    output = pa.schema([pa.field(f.name, f.type) for f in logical] + [pa.field("__kind", pa.int8())] +
+                       [joined_schema.field(c) for c in passthrough])
     return CompiledMerge(sql, output)
 
 

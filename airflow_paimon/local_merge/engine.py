@@ -10,6 +10,7 @@ evaluated, so bad input changes no byte.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -23,7 +24,7 @@ from airflow_paimon.format import Snapshot, Split, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import CommitId, Transaction
 from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
-from airflow_paimon.format.errors import UnsupportedTableError
+from airflow_paimon.format.errors import MergeClauseError, UnsupportedTableError
 from airflow_paimon.format.kernels import check_unique_keys, equal_runs
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import DECODED_PER_FILE_BYTE, ScanPlanner
@@ -39,6 +40,7 @@ from airflow_paimon.merge import (
     validate_clauses,
 )
 
+from .append_target import LOCATORS, append_commit_messages, duplicate_on_message, read_with_locators
 from .clauses import CompiledMerge, compile_merge
 from .translate import NotTranslatable
 
@@ -78,12 +80,15 @@ class LocalMerge:
     guard: list[str]
     started: float
     upsert: bool = False
+    append: bool = False   # an append table with deletion vectors: every bucket joined at once (append_target.py)
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def touched(self) -> list[tuple[tuple[Any, ...], int]]:
         if self.upsert:
             return []
+        if self.append:
+            return list(self.splits)
         keys = list(self.groups)
         if self.full:
             keys += [k for k in self.splits if k not in self.groups]
@@ -102,13 +107,15 @@ class LocalMerge:
         """Peak memory: the source (held, joined and its output), the largest bucket read, and for NOT MATCHED
         BY SOURCE the rows every untouched bucket may contribute to the output."""
         per_bucket = [self.split_bytes(k) for k in self.touched]
-        out = sum(per_bucket) if self.full else 0
+        out = sum(per_bucket) if self.full or self.append else 0
         return 3 * self.source.nbytes + max(per_bucket, default=0) + out
 
     def run(self, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> dict[str, Any]:
         planned = time.monotonic()
         if self.upsert:
             return self._upsert(planned)
+        if self.append:
+            return self._append(planned)
         con = duckdb.connect()
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET threads = 1")
@@ -162,6 +169,41 @@ class LocalMerge:
         result.update(self.details)
         return result
 
+    def _append(self, planned: float) -> dict[str, Any]:
+        """The MERGE into an append table: the whole target joined once, the changed rows marked in their
+        vectors and the new ones appended (append_target.py)."""
+        target, files = read_with_locators(self.table, self.splits.values(), self.target_columns)
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET threads = 1")
+        try:
+            out = self.compiled.run(con, self._join(self.source, target))
+        finally:
+            con.close()
+        out = out.rename_columns(out.column_names[:-len(LOCATORS)] + LOCATORS)
+        evaluated = time.monotonic()
+        messages, rows = append_commit_messages(self.table, self.tx.base, out, files)
+        written = time.monotonic()
+        snap = self.tx.commit(messages) if messages else None
+        committed = time.monotonic()
+        result = self._result(snap, "merge", rows, committed)
+        result.update(target_splits_read=len(self.splits), target_rows_read=target.num_rows,
+                      target_columns_read=self.target_columns,
+                      timings={"plan": round(planned - self.started, 3), "evaluate": round(evaluated - planned, 3),
+                               "write": round(written - evaluated, 3), "commit": round(committed - written, 3)})
+        result.update(self.details)
+        return result
+
+    def _result(self, snap: Snapshot | None, mode: str, rows: dict[str, int], committed: float) -> dict[str, Any]:
+        base = self.tx.base
+        return {
+            "target": self.table.identifier, "commit_user": self.tx.commit_id.user if self.tx.commit_id else None,
+            "commit_identifier": self.tx.commit_id.identifier if self.tx.commit_id else None,
+            "status": "committed" if snap is not None else "no_changes",
+            "snapshot_id": snap.id if snap is not None else (base.id if base is not None else None),
+            "engine": "local", "mode": mode, "rows": rows, "seconds": round(committed - self.started, 3),
+        }
+
     def _commit(self, data: pa.Table, kinds: pa.Array | None, what: str,
                 mode: str) -> tuple[dict[str, Any], float, float]:
         """Write `data` (with its row kinds) and commit it once; the result's common part, and when the write
@@ -176,15 +218,7 @@ class LocalMerge:
         written = time.monotonic()
         snap = self.tx.commit(messages) if messages else None
         committed = time.monotonic()
-        base = self.tx.base
-        result = {
-            "target": self.table.identifier, "commit_user": self.tx.commit_id.user if self.tx.commit_id else None,
-            "commit_identifier": self.tx.commit_id.identifier if self.tx.commit_id else None,
-            "status": "committed" if snap is not None else "no_changes",
-            "snapshot_id": snap.id if snap is not None else (base.id if base is not None else None),
-            "engine": "local", "mode": mode, "rows": rows, "seconds": round(committed - self.started, 3),
-        }
-        return result, written, committed
+        return self._result(snap, mode, rows, committed), written, committed
 
     def _read_target(self, split: Split | None) -> pa.Table:
         logical = self.table.arrow_schema()
@@ -232,11 +266,16 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     MergeClauseError / StoreAssignmentError / DuplicateKeyError for bad input; NotTranslatable for clauses or
     tables only Spark handles."""
     started = time.monotonic()
-    if not table.is_primary_key:
-        hint = (" (its deletion vectors let Table.delete and Table.update remove and replace rows)"
-                if table.core_options.deletion_vectors else "")
-        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table{hint}")
-    if table.core_options.bucket < 1 and not table.is_dynamic_bucket:
+    append = not table.is_primary_key
+    if append and not table.core_options.deletion_vectors:
+        raise UnsupportedTableError(
+            f"MERGE into the append table {table.identifier} needs deletion vectors to mark the rows it changes: set "
+            "'deletion-vectors.enabled' = 'true' on the table (without them Paimon rewrites the data files, which "
+            "this library does not do), or merge into a primary-key table")
+    if append and not on:
+        raise MergeClauseError(f"a MERGE into the append table {table.identifier} needs `on`: the columns whose "
+                               "equal values match a source row with target rows (it has no primary key)")
+    if table.core_options.bucket < 1 and not table.is_dynamic_bucket and not append:
         raise NotTranslatable(f"{table.identifier} has bucket={table.core_options.bucket}: the in-process MERGE "
                               "handles fixed-bucket and dynamic-bucket tables; run this MERGE on Spark")
     names = table.schema().field_names
@@ -255,31 +294,41 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
         src_cols[i] = k
     seq = list(table.core_options.sequence_fields)
     guard = seq if honour_sequence_field and seq and all(resolve_column(src_cols, f) for f in seq) else []
-    tcols = target_columns_needed(names, table.primary_keys, parsed, on_cols, guard,
-                                  delete_reads=names)
+    # An append target's updates write whole rows, and its rows carry where they are (append_target.py).
+    tcols = names if append else target_columns_needed(names, table.primary_keys, parsed, on_cols, guard,
+                                                       delete_reads=names)
     s_map = {c: f"__s_{i}" for i, c in enumerate(src_cols)}
     t_map = {c: f"__t_{i}" for i, c in enumerate(tcols)}
+    locators = [pa.field(f"__t_{len(tcols) + i}", t) for i, t in enumerate((pa.int32(), pa.int64()))] \
+        if append else []
     joined_schema = pa.schema([pa.field(f"__s_{i}", f.type) for i, f in enumerate(source.schema)] +
                               [pa.field(f"__t_{i}", logical.field(c).type) for i, c in enumerate(tcols)] +
-                              [pa.field("__has_s", pa.bool_()), pa.field("__has_t", pa.bool_())])
+                              locators + [pa.field("__has_s", pa.bool_()), pa.field("__has_t", pa.bool_())])
     guard_cols = [(s_map[resolve_column(src_cols, f) or f], t_map[f]) for f in guard]
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
-        compiled = compile_merge(con, table, parsed, joined_schema, s_map, t_map, guard_cols)
+        compiled = compile_merge(con, table, parsed, joined_schema, s_map, t_map, guard_cols,
+                                 passthrough=[f.name for f in locators])
     finally:
         con.close()
-    check_unique_keys(source.select(table.primary_keys), table.primary_keys, _duplicate_message)
+    if append:
+        # Only a source row that can match (no NULL in `on`) can match a target row twice.
+        keys = source.select(on_cols)
+        keys = keys.filter(functools.reduce(pc.and_, [pc.is_valid(c) for c in keys.columns]))
+        check_unique_keys(keys, on_cols, duplicate_on_message)
+    else:
+        check_unique_keys(source.select(table.primary_keys), table.primary_keys, _duplicate_message)
     base = tx.base
-    groups = _bucket_groups(table, source, base)
+    groups = {} if append else _bucket_groups(table, source, base)
     splits: dict[tuple[tuple[Any, ...], int], Split] = {}
     if base is not None:
         for sp in ScanPlanner(table).plan(table.file_entries(base), None, base.id):
             splits[(sp.partition, sp.bucket)] = sp
     full = any(c.when == NOT_MATCHED_BY_SOURCE for c in parsed)
-    upsert = is_plain_upsert(parsed) and set(on_cols) == set(table.primary_keys)
+    upsert = not append and is_plain_upsert(parsed) and set(on_cols) == set(table.primary_keys)
     return LocalMerge(table, tx, parsed, on_cols, source, tcols, compiled, groups, splits, full, guard, started,
-                      upsert)
+                      upsert, append)
 
 
 def _bucket_groups(table: Table, source: pa.Table,

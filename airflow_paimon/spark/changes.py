@@ -3,7 +3,8 @@
 
 The driver plans with the format library (`plan_changes`: bounds, mode, every check, and the files to read, from
 metadata only), so a range the mode cannot answer raises before any job; tasks read the planned units: one
-changelog or data file of one snapshot (changelog, delta), or one (partition, bucket) whose files differ between
+changelog or data file of one snapshot (changelog, delta; or the rows of one data file that a snapshot marked
+deleted in an append table's deletion vectors), or one (partition, bucket) whose files differ between
 the two ends (diff; a partition whose buckets were rescaled between the ends is one unit, as the library
 compares it whole). Units are numbered in the feed's order; `feed_units` hands them to jobs that do more than
 read them (the export application writes them).
@@ -20,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from airflow_paimon.format import Table
 from airflow_paimon.format.changes.diff import diff_batches, diff_units
 from airflow_paimon.format.changes.feed import ChangePlan, plan_changes
-from airflow_paimon.format.changes.rows import change_batch, read_with_kinds
+from airflow_paimon.format.changes.rows import change_batch
 
 from .schema_map import spark_schema
 from .tasks import run_per_group
@@ -61,14 +62,14 @@ def feed_units(table: Table, start: Any = None, end: Any = None, *, mode: str = 
                 yield change_batch(rows, kinds, version, millis, schema, filter)
 
         return FeedUnits(plan, [sum(e.file.row_count for e in b + a) for b, a in units], diff)
-    files = [(snap.id, snap.time_millis, e) for snap, entries in plan.planned for e in entries]
+    planned = plan.planned
 
     def read(i: int) -> Iterator[pa.Table]:
-        version, millis, e = files[i]
-        data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
-        yield change_batch(data, kinds, version, millis, schema, filter)
+        unit = planned[i]
+        data, kinds = unit.read(table, names)
+        yield change_batch(data, kinds, unit.snapshot.id, unit.snapshot.time_millis, schema, filter)
 
-    return FeedUnits(plan, [e.file.row_count for _, _, e in files], read)
+    return FeedUnits(plan, [u.entry.file.row_count for u in planned], read)
 
 
 def read_change_feed_df(spark: SparkSession, table: Table, start: Any = None, end: Any = None, *,

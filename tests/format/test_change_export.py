@@ -109,7 +109,7 @@ def test_read_bytes_follows_the_files_the_range_reads(tmp_path):
     t.write(pa.table({"id": [5], "v": ["b"]}, schema=schema))   # one bucket changes
     t.tags.create("two")
     delta = plan_changes(t, 1, 2, mode="delta")
-    assert delta.read_bytes == sum(e.file.file_size for _, es in delta.planned for e in es) * DECODED_PER_FILE_BYTE
+    assert delta.read_bytes == sum(u.entry.file.file_size for u in delta.planned) * DECODED_PER_FILE_BYTE
     diff = plan_changes(t, "one", "two")
     assert diff.mode == "diff"
     every_file = sum(e.file.file_size for side in diff.ends for e in side) * DECODED_PER_FILE_BYTE

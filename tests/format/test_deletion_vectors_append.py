@@ -13,14 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap
 
-from airflow_paimon.format import Catalog, UnsupportedTableError
-from airflow_paimon.format.changes.ranges import ChangeModeError
+from airflow_paimon.format import Catalog
 from airflow_paimon.format.compact import compact_split, plan_compaction
 from airflow_paimon.format.deletion_vectors import MAGIC_32
 from airflow_paimon.format.deletion_vectors_index import INDEX_TYPE, index_file_path, read_index_manifest
 from airflow_paimon.format.errors import CommitConflictError, InvalidDataError, SchemaMismatchError
-from airflow_paimon.local_merge.engine import merge_in_process
-from airflow_paimon.merge import matched_delete
 
 from .upkeep_helpers import FUTURE, tree_digest
 
@@ -190,23 +187,6 @@ def test_bad_deletes_change_nothing(catalog, unaware):
     with pytest.raises(SchemaMismatchError, match="column types"):
         unaware.delete(pa.table({"id": ["not a number"]}))
     assert tree_digest(unaware.path) == before
-
-
-def test_a_merge_into_an_append_table_is_refused_and_names_the_alternative(unaware):
-    before = tree_digest(unaware.path)
-    with pytest.raises(UnsupportedTableError, match="append table .its deletion vectors let Table.delete"):
-        merge_in_process(unaware, rows([1], "x", "m"), [matched_delete()], on=["id"])
-    assert tree_digest(unaware.path) == before
-
-
-def test_the_change_feed_refuses_a_range_whose_deletes_are_only_in_vectors(unaware):
-    t = unaware
-    appended = t.latest_snapshot().id
-    t.delete(pa.table({"id": pa.array([1], pa.int64())}))
-    with pytest.raises(ChangeModeError, match="changed the deletion vectors of an append table"):
-        t.changes(appended - 1, t.latest_snapshot().id, mode="delta")
-    # A range of appends alone is still answered.
-    assert t.changes(appended - 1, appended, mode="delta").read_all().num_rows == 6
 
 
 def test_a_delete_racing_another_on_the_same_partition_conflicts_and_the_retry_keeps_both(unaware):

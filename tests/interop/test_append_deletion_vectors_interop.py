@@ -1,4 +1,4 @@
-"""pypaimon reads append tables with deletion vectors that this library's deletes and updates wrote.
+"""pypaimon reads append tables with deletion vectors that this library's deletes, updates and MERGEs wrote.
 
 pypaimon (2.x) applies the deletion vectors of append tables on read: its splits carry each data file's
 DeletionFile from the index manifest. So after our deletes and updates it sees exactly the live rows this library
@@ -11,6 +11,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
+from airflow_paimon.local_merge.engine import merge_in_process
+from airflow_paimon.merge import matched_update, not_matched_insert
 
 from .pypaimon_env import run_pypaimon
 
@@ -51,8 +53,10 @@ def test_pypaimon_reads_our_deleted_and_updated_append_rows(tmp_path, options):
     t.delete(pa.table({"id": pa.array([0, 5, 25, 101], pa.int64())}))
     t.delete(pa.table({"id": pa.array([6], pa.int64())}))
     t.update(rows([7, 102], "y", "new"), on=["id"])
+    merge_in_process(t, pa.concat_tables([rows([8], "x", "m"), rows([200], "y", "m")]),
+                     [matched_update(set={"v": "s.v"}), not_matched_insert()], on=["id"])
     expected = ours(t)
-    assert len(expected) == 40 - 5
+    assert len(expected) == 40 - 5 + 1 and [8, "x", "m8"] in expected and [200, "y", "m200"] in expected
     got = run_pypaimon(READ, {"warehouse": wh})
     assert got["vectors"] > 0
     assert got["rows"] == expected

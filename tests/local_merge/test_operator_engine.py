@@ -98,3 +98,19 @@ def test_a_commit_emits_the_tables_asset_event_through_the_commit_alias(warehous
     assert op.execute(again)["status"] == "already_committed"
     op.post_execute(again)
     assert again["outlet_events"][AssetAlias(name="paimon_commits")].asset_alias_events == []
+
+
+def test_an_append_table_with_deletion_vectors_is_merged_in_the_worker(warehouse, tmp_path):
+    from airflow_paimon.merge import matched_delete, not_matched_insert
+    from airflow_paimon.operators.merge import MergeIncrementalOperator
+
+    events = warehouse.create_table("db.events", SCHEMA, options={"deletion-vectors.enabled": "true"})
+    events.write(pa.table({"id": [1, 2, 2], "v": [1.0, 2.0, 2.5]}, schema=SCHEMA))
+    path = str(tmp_path / "day.parquet")
+    pq.write_table(pa.table({"id": [2, 9], "v": [0.0, 90.0]}), path)
+    op = MergeIncrementalOperator(task_id="merge", table="db.events", source=path, on=["id"],
+                                  clauses=[matched_delete(), not_matched_insert()])
+    out = op.execute(context())
+    assert out["engine"] == "local" and out["rows"] == {"inserted": 1, "updated": 0, "deleted": 2}
+    assert sorted(r["id"] for r in events.read().to_pylist()) == [1, 9]
+    assert op.execute(context(try_number=2))["status"] == "already_committed"

@@ -52,3 +52,17 @@ def test_change_feed_df_equals_the_librarys_feed_in_every_mode(spark, tmp_path):
     plain.write(kv([(1, "x", 1)]))
     with pytest.raises(ChangeModeError, match="diff"):
         read_change_feed_df(lambda: None, plain, 0, mode="changelog")  # refused on the driver, before any job
+
+
+def test_change_feed_df_gives_an_append_tables_vector_deletes_as_the_library_does(spark, tmp_path):
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.events", SCHEMA, partition_keys=["p"],
+                             options={"deletion-vectors.enabled": "true", "bucket": "2", "bucket-key": "k"})
+    t.write(kv([(k, "xy"[k % 2], k) for k in range(20)]))
+    t.delete(pa.table({"k": pa.array([3, 4, 11], pa.int64())}))
+    t.update(kv([(5, "y", 50), (40, "x", 40)]), on=["k"])
+    want = t.changes(0, mode="delta").read_all()
+    assert want.column("_change_type").to_pylist().count("delete") == 4
+    got = read_change_feed_df(spark, t, 0, mode="delta", num_tasks=3)
+    assert rows(got.toArrow()) == rows(want)

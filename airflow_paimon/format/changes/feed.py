@@ -17,11 +17,10 @@ from ..errors import InvalidOptionError, SnapshotExpiredError, UnsupportedTableE
 from ..evolution import file_columns
 from ..manifest import ManifestEntry
 from ..scan import DECODED_PER_FILE_BYTE
-from ..snapshot import Snapshot
 from .bounds import Bound, latest_bound, resolve_bound
 from .diff import diff_batches, diff_units, end_entries
 from .options import OPTION_KEYS, check_mode, request_from_options
-from .ranges import ChangeModeError, check_range, range_batches, range_entries
+from .ranges import ChangeModeError, RangeUnit, check_range, range_batches, range_units
 from .rows import change_batch, change_schema, needed_columns
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def _consumer_start(table: "Table", consumer_id: str) -> Bound:
 
 
 def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str], schema: pa.Schema,
-            filter: "ds.Expression | None", planned: list[tuple[Snapshot, list[ManifestEntry]]],
+            filter: "ds.Expression | None", planned: list[RangeUnit],
             ends: tuple[list[ManifestEntry], list[ManifestEntry]]) -> Iterator[pa.RecordBatch]:
     if mode == "diff":
         assert end.snapshot is not None
@@ -89,8 +88,8 @@ def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str
 @dataclass
 class ChangePlan:
     """What a change feed reads, decided and checked before any row is read: the mode, the two ends, the table
-    columns to read (`names`), the feed's `schema`, and the files: per snapshot of the range (`planned`:
-    changelog and delta) or the live files at both ends (`ends`: diff). `empty`: nothing to read."""
+    columns to read (`names`), the feed's `schema`, and the files: per snapshot of the range, in the feed's order
+    (`planned`: changelog and delta) or the live files at both ends (`ends`: diff). `empty`: nothing to read."""
 
     mode: str
     start: Bound | None
@@ -98,7 +97,7 @@ class ChangePlan:
     names: list[str]
     schema: pa.Schema
     filter: "ds.Expression | None"
-    planned: list[tuple[Snapshot, list[ManifestEntry]]] = field(default_factory=list)
+    planned: list[RangeUnit] = field(default_factory=list)
     ends: tuple[list[ManifestEntry], list[ManifestEntry]] = ([], [])
     empty: bool = False
 
@@ -112,7 +111,7 @@ class ChangePlan:
         if self.mode == "diff":
             entries = [e for before, after in diff_units(self.ends) for e in before + after]
         else:
-            entries = [e for _, listed in self.planned for e in listed]
+            entries = [u.entry for u in self.planned]
         return sum(e.file.file_size for e in entries) * DECODED_PER_FILE_BYTE
 
     def reader(self, table: "Table") -> pa.RecordBatchReader:
@@ -170,7 +169,7 @@ def plan_changes(table: "Table", start: Any = None, end: Any = None, *, columns:
     if start_bound.id == end_bound.id:
         return empty
     names = needed_columns(table, wanted, filter, keys=mode == "diff")
-    planned: list[tuple[Snapshot, list[ManifestEntry]]] = []
+    planned: list[RangeUnit] = []
     ends: tuple[list[ManifestEntry], list[ManifestEntry]] = ([], [])
     if mode == "diff":
         if not table.is_primary_key:
@@ -185,7 +184,7 @@ def plan_changes(table: "Table", start: Any = None, end: Any = None, *, columns:
         schema_ids = {e.file.schema_id for side in ends for e in side}
     else:
         snaps = check_range(table, start_bound, end_bound, mode)
-        planned = range_entries(table, snaps, mode)
-        schema_ids = {e.file.schema_id for _, entries in planned for e in entries}
+        planned = range_units(table, start_bound, snaps, mode)
+        schema_ids = {u.entry.file.schema_id for u in planned}
     _check_schemas(table, schema_ids, names, f"the range ({start_bound.id}, {end_bound.id}]")
     return ChangePlan(mode, start_bound, end_bound, names, schema, filter, planned, ends)

@@ -1,19 +1,25 @@
 """The `delta` and `changelog` modes: the files each snapshot of the range added, read snapshot by snapshot.
 
-`delta` reads the new data files of the APPEND snapshots (compactions rewrite rows without changing them);
-`changelog` reads the changelog files every snapshot lists in its `changelogManifestList` (compactions included:
-the `lookup` and `full-compaction` producers write their changelog there). Neither can answer when a snapshot
+`delta` reads the new data files of the APPEND snapshots (compactions rewrite rows without changing them) and,
+on an append table with deletion vectors, the rows each APPEND snapshot newly marked deleted (a DELETE or UPDATE
+there rewrites no file: the positions its vectors gained are its deletes, read back from the files they point
+into, before the snapshot's new rows); `changelog` reads the changelog files every snapshot lists in its
+`changelogManifestList` (compactions included: the `lookup` and `full-compaction` producers write their
+changelog there). Neither can answer when a snapshot
 of the range expired, when an OVERWRITE replaced rows (its files do not say which rows went) or when buckets
 were rescaled inside the range: those raise, naming `diff`, which compares the two ends instead.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import pyarrow as pa
 
+from ..data_file import DELETE
+from ..deletion_vectors_index import DeletionVectors
 from ..errors import PaimonError, SnapshotExpiredError, SnapshotNotFoundError
 from ..manifest import ADD, ManifestEntry
 from ..snapshot import Snapshot, read_snapshot_file
@@ -26,6 +32,24 @@ if TYPE_CHECKING:
 
 class ChangeModeError(PaimonError):
     """The asked mode cannot give a correct answer for this range; the message names the mode that can."""
+
+
+@dataclass(frozen=True)
+class RangeUnit:
+    """One file of one snapshot of the range: its rows as written, or, with `deleted`, only the rows at those
+    positions, which the snapshot marked deleted in the file's deletion vector."""
+
+    snapshot: Snapshot
+    entry: ManifestEntry
+    deleted: np.ndarray | None = None
+
+    def read(self, table: "Table", names: list[str]) -> tuple[pa.Table, np.ndarray]:
+        """The unit's rows (`names` columns) and their row kinds."""
+        e = self.entry
+        data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
+        if self.deleted is None:
+            return data, kinds
+        return data.take(pa.array(self.deleted)), np.full(len(self.deleted), DELETE, dtype=np.int8)
 
 
 def _range_text(start: Bound, end: Bound) -> str:
@@ -58,16 +82,13 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
                               "mode 'changelog' has nothing to read; use mode='delta' (rows as written) or "
                               "mode='diff' (the two ends compared)")
     snaps = [_snapshot(table, sid, mode, start, end) for sid in range(start.id + 1, end.id + 1)]
-    vectors = table.core_options.deletion_vectors and not table.is_primary_key
-    previous = start.snapshot.index_manifest if start.snapshot is not None else None
+    if append_vectors(table) and start.id > 0 and start.snapshot is None and snaps \
+            and snaps[0].commit_kind != "COMPACT" and snaps[0].index_manifest:
+        raise SnapshotExpiredError(
+            f"{start.given}: snapshot {start.id} of {table.identifier} expired and no tag holds it, so the rows "
+            f"snapshot {snaps[0].id} marked deleted in the deletion vectors of this append table cannot be told "
+            "apart from those deleted before; start the range at a tag or a retained snapshot")
     for snap in snaps:
-        if vectors and snap.commit_kind != "COMPACT" and snap.index_manifest != previous:
-            # An append table's deletes and updates only mark rows in its deletion vectors: no file lists them.
-            raise ChangeModeError(
-                f"snapshot {snap.id} of {table.identifier}, inside the range {_range_text(start, end)}, changed the "
-                f"deletion vectors of an append table: the rows it deleted are in no file, so mode {mode!r} "
-                "would miss them")
-        previous = snap.index_manifest
         if snap.commit_kind == "OVERWRITE":
             raise ChangeModeError(
                 f"snapshot {snap.id} of {table.identifier}, inside the range {_range_text(start, end)}, is an "
@@ -82,12 +103,43 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
     return snaps
 
 
-def range_entries(table: "Table", snaps: list[Snapshot], mode: str) -> list[tuple[Snapshot, list[ManifestEntry]]]:
-    """The files each snapshot of the range added (metadata only, read before any row), checked for a change in
-    the number of buckets of a partition."""
-    buckets: dict[bytes, int] = {}
+def append_vectors(table: "Table") -> bool:
+    """An append table with deletion vectors: its deletes live only in the vectors."""
+    return table.core_options.deletion_vectors and not table.is_primary_key
+
+
+def _vector_deletes(table: "Table", before: str | None, snap: Snapshot) -> list[RangeUnit]:
+    """The rows `snap` marked deleted: per data file, the positions its vector gained since `before` (the index
+    manifest of the snapshot just before it), in the order of the file entries."""
+    old, new = DeletionVectors(table, before), DeletionVectors.of(table, snap)
+    empty = np.empty(0, dtype=np.int64)
+    changed = {key for key, e in new.entries.items()
+               if [x.file_name for x in new.entries_of(*key)] != [x.file_name for x in old.entries_of(*key)]}
     out = []
+    for e in table.file_entries(snap):
+        if (e.partition, e.bucket) not in changed:
+            continue
+        gained = new.bucket(e.partition, e.bucket).get(e.file.file_name)
+        if gained is None:
+            continue
+        gained = np.setdiff1d(gained, old.bucket(e.partition, e.bucket).get(e.file.file_name, empty))
+        if len(gained):
+            out.append(RangeUnit(snap, e, gained.astype(np.int64)))
+    return out
+
+
+def range_units(table: "Table", start: Bound, snaps: list[Snapshot], mode: str) -> list[RangeUnit]:
+    """What each snapshot of the range added (metadata only, read before any row: for an append table's vector
+    deletes, the vectors too), in the feed's order, checked for a change in the number of buckets of a
+    partition."""
+    buckets: dict[bytes, int] = {}
+    out: list[RangeUnit] = []
+    vectors = mode == "delta" and append_vectors(table)
+    previous = start.snapshot.index_manifest if start.snapshot is not None else None
     for snap in snaps:
+        if vectors and snap.commit_kind == "APPEND" and snap.index_manifest != previous:
+            out.extend(_vector_deletes(table, previous, snap))
+        previous = snap.index_manifest
         listed: str | None
         if mode == "delta":
             if snap.commit_kind != "APPEND":
@@ -97,7 +149,6 @@ def range_entries(table: "Table", snaps: list[Snapshot], mode: str) -> list[tupl
             listed = snap.changelog_manifest_list
         if not listed:
             continue
-        added = []
         for meta in table.manifest_io.read_list(listed):
             for e in table.manifest_io.read_entries(meta.file_name):
                 if e.kind != ADD:
@@ -108,15 +159,13 @@ def range_entries(table: "Table", snaps: list[Snapshot], mode: str) -> list[tupl
                         f"the buckets of {table.identifier} were rescaled inside the range (from {seen} to "
                         f"{e.total_buckets} at snapshot {snap.id}), so mode {mode!r} cannot line its rows up; "
                         "use mode='diff', which compares the two ends")
-                added.append(e)
-        out.append((snap, added))
+                out.append(RangeUnit(snap, e))
     return out
 
 
-def range_batches(table: "Table", planned: list[tuple[Snapshot, list[ManifestEntry]]], names: list[str]
+def range_batches(table: "Table", units: list[RangeUnit], names: list[str]
                   ) -> Iterator[tuple[pa.Table, np.ndarray, Snapshot]]:
-    """(rows, kinds, snapshot) per file, oldest snapshot first."""
-    for snap, entries in planned:
-        for e in entries:
-            data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
-            yield data, kinds, snap
+    """(rows, kinds, snapshot) per unit, oldest snapshot first."""
+    for unit in units:
+        data, kinds = unit.read(table, names)
+        yield data, kinds, unit.snapshot

@@ -78,7 +78,10 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
     catalog = Catalog(spec.warehouse, spec.options)
     table = catalog.get_table(spec.target)
     if not table.is_primary_key:
-        raise UnsupportedTableError(f"MERGE needs a primary-key target; {table.identifier} is an append table")
+        hint = ("; a MERGE into an append table with deletion vectors runs in process (engine 'local', or 'auto' "
+                "within the memory budget), not on Spark" if table.core_options.deletion_vectors else "")
+        raise UnsupportedTableError(f"the Spark MERGE needs a primary-key target; {table.identifier} is an append "
+                                    f"table{hint}")
     # A table the library does not write (a cross-partition upsert table, ...) is refused before Spark starts.
     table.require_writable()
     user = spec.commit_user
