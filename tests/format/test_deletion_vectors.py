@@ -225,3 +225,24 @@ def test_a_diff_sees_rows_a_vector_deleted_from_a_file_both_ends_list(catalog):
     got = table.changes(start, None, mode="diff").read_all()
     assert sorted(zip(*[got.column(c).to_pylist() for c in ("id", "v", "_change_type")])) == [
         (2, "a2", "update_preimage"), (2, "b2", "update_postimage"), (3, "a3", "delete"), (4, "b4", "insert")]
+
+
+def test_a_rollback_to_the_append_of_a_commit_pair_leaves_its_rows_pending_per_bucket(catalog):
+    """As in Paimon: the APPEND's level-0 files are read by no one until their bucket is compacted, which a write
+    into that bucket or a full compaction does; a bucket the next write does not touch keeps them pending."""
+    table = dv_table(catalog)
+    table.write(rows(range(20), "a"))
+    table.write(rows(range(20), "b"))
+    pending = table.latest_snapshot().id - 1
+    assert table.snapshot(pending).commit_kind == "APPEND"
+    table.maintenance.rollback(to_snapshot=pending)
+    assert table.read().sort_by("id").column("v").to_pylist() == [f"a{i}" for i in range(20)]
+    table.write(rows([0], "c"))
+    got = dict(zip(*table.read().to_pydict().values()))
+    assert got[0] == "c0"
+    same_bucket = {i for i in range(20) if i != 0 and got[i] == f"b{i}"}
+    still_a = {i for i in range(20) if got[i] == f"a{i}"}
+    # Both buckets held keys of the pending write: the touched bucket shows them, the other one not yet.
+    assert same_bucket and still_a and same_bucket | still_a | {0} == set(range(20))
+    table.maintenance.compact()
+    assert dict(zip(*table.read().to_pydict().values())) == {0: "c0"} | {i: f"b{i}" for i in range(1, 20)}

@@ -18,9 +18,10 @@ table also has a `sequence.field` whose values include NULLs and ties. Within a 
 times. The model picks the version of each key as Paimon does: the higher sequence value wins and NULL is older
 than any value; on a tie the later write wins (later in the batch or a later commit). Deletes carry no sequence
 value, so a delete is older than a version that has one and leaves it in place. A partition value cannot be NULL
-there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Two more kinds of the
-string-partitioned table run fewer times: one with a nested column, one with dynamic buckets (`bucket = -1`, at
-most 4 keys per bucket, so that commits replace HASH index files). Writing a NULL partition value is a bad
+there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Three more kinds of
+the string-partitioned table run fewer times: one with a nested column, one with dynamic buckets (`bucket = -1`, at
+most 4 keys per bucket, so that commits replace HASH index files), one with deletion vectors (each write a commit
+pair whose APPEND snapshot reads as the one before it). Writing a NULL partition value is a bad
 input, which must fail and leave the table as it was.
 
 Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
@@ -667,8 +668,60 @@ class DynamicBucketUpkeepModel(UpkeepModel):
                                          "dynamic-bucket.target-row-num": "4"})
 
 
-@pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel, NestedUpkeepModel, DynamicBucketUpkeepModel],
-                         ids=["string", "date-timestamp", "nested", "dynamic-bucket"])
+class _Pending(frozenset):
+    """The rows of an APPEND snapshot of a deletion-vector table: the table's rows with its level-0 files merged
+    (what the next write and compaction build on, also after a rollback to it), and `visible`, what a read of it
+    returns (level 0 skipped: the rows before it)."""
+
+    visible: frozenset
+
+
+class DeletionVectorUpkeepModel(UpkeepModel):
+    """The string-partitioned table with deletion vectors: each write is Paimon's commit pair, an APPEND of level-0
+    files (which a read of such a table skips: that snapshot reads as the one before it) and a COMPACT that moves
+    them up and marks the rows they replace in the vectors; every snapshot and tag must keep its index files. A
+    rollback to such an APPEND leaves its level-0 files pending: the next compaction (or write) applies them."""
+
+    def _project(self, rows: frozenset) -> frozenset:
+        return super()._project(getattr(rows, "visible", rows))
+
+    def _rollback_target(self, kind, pick):
+        """Never the APPEND of a commit pair: after a rollback to it, its level-0 files stay pending bucket by
+        bucket until each bucket is next compacted (as in Paimon; tests/format/test_deletion_vector_kinds.py),
+        and this model does not track buckets."""
+        tags = sorted(n for n, t in self.tags.items() if not isinstance(t["rows"], _Pending))
+        if kind == "tag" and tags:
+            name = tags[pick % len(tags)]
+            return {"to_tag": name}, self.tags[name]["sid"], self.tags[name]["rows"]
+        sids = sorted(i for i, r in self.snaps.items() if not isinstance(r, _Pending))
+        sid = sids[pick % len(sids)]
+        if kind == "time":
+            t = self._time(sid)
+            at = max(i for i in self.snaps if self._time(i) <= t)
+            if not isinstance(self.snaps[at], _Pending):
+                return {"to_time": dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc)}, at, self.snaps[at]
+        return {"to_snapshot": sid}, sid, self.snaps[sid]
+
+    def _create_table(self) -> None:
+        self.table = make_table(self.dir, partitioned=True, buckets=2,
+                                options={"tag.num-retained-max": str(PERIODIC_MAX),
+                                         "deletion-vectors.enabled": "true"})
+
+    def _committed(self, snap, rows: dict) -> None:
+        assert snap is not None
+        before = self.latest or 0
+        if snap.id == before + 2:
+            assert (self.table.snapshot(snap.id - 1).commit_kind, snap.commit_kind) == ("APPEND", "COMPACT")
+            previous = self.snaps.get(before, frozenset())
+            pending = _Pending((k[1], k[0], v[0], v[1]) for k, v in rows.items())
+            pending.visible = getattr(previous, "visible", previous)
+            self.snaps[snap.id - 1] = pending
+        super()._committed(snap, rows)
+
+
+@pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel, NestedUpkeepModel, DynamicBucketUpkeepModel,
+                                     DeletionVectorUpkeepModel],
+                         ids=["string", "date-timestamp", "nested", "dynamic-bucket", "deletion-vectors"])
 def test_upkeep_model(machine, record_property):
     for k in COUNTS:
         COUNTS[k] = 0
@@ -676,10 +729,11 @@ def test_upkeep_model(machine, record_property):
     SECONDS.clear()
     randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
     # The runs are shared between the two tables: together they take about three minutes on two cores.
-    # The nested and dynamic-bucket tables are table kinds rather than other key layouts: a fifth of the runs (at
-    # least one) suffice.
+    # The nested, dynamic-bucket and deletion-vector tables are table kinds rather than other key layouts: a fifth
+    # of the runs (at least one) suffice.
     examples = {UpkeepModel: EXAMPLES // 2, TemporalUpkeepModel: EXAMPLES - EXAMPLES // 2,
-                NestedUpkeepModel: max(1, EXAMPLES // 5), DynamicBucketUpkeepModel: max(1, EXAMPLES // 5)}[machine]
+                NestedUpkeepModel: max(1, EXAMPLES // 5), DynamicBucketUpkeepModel: max(1, EXAMPLES // 5),
+                DeletionVectorUpkeepModel: max(1, EXAMPLES // 5)}[machine]
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
         database=None, suppress_health_check=list(HealthCheck)))
