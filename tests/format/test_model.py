@@ -21,7 +21,8 @@ value, so a delete is older than a version that has one and leaves it in place. 
 there (Paimon makes primary-key columns NOT NULL, and the key holds the partition columns). Three more kinds of
 the string-partitioned table run fewer times: one with a nested column, one with dynamic buckets (`bucket = -1`, at
 most 4 keys per bucket, so that commits replace HASH index files), one with deletion vectors (each write a commit
-pair whose APPEND snapshot reads as the one before it). Writing a NULL partition value is a bad
+pair whose APPEND snapshot reads as the one before it). Two append tables with deletion vectors (one unaware of
+buckets, one bucketed by `id`) run the same steps, their upserts as UPDATEs on the key columns. Writing a NULL partition value is a bad
 input, which must fail and leave the table as it was.
 
 Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
@@ -227,7 +228,7 @@ class UpkeepModel(RuleBasedStateMachine):
                                       self.table.schema().logical_arrow_schema().field(name).type)
                 continue
             data[name] = pa.array([values[j][1] for values in per_row], pa.int32() if kind == "INT" else pa.int64())
-        snap = self.table.write(pa.table(data))
+        snap = self._write(pa.table(data))
         rows = self._latest_rows()
         for k, i in enumerate(ids):
             s = seqs[k] if seqs is not None else None
@@ -239,6 +240,9 @@ class UpkeepModel(RuleBasedStateMachine):
             if _newer_or_same(s, old[1]):
                 rows[(p, i)] = (per_row[k], s)
         self._committed(snap, rows)
+
+    def _write(self, data: pa.Table):
+        return self.table.write(data)
 
     def _count_decision(self, new, old) -> None:
         if self.SEQUENCE is not None:
@@ -719,9 +723,42 @@ class DeletionVectorUpkeepModel(UpkeepModel):
         super()._committed(snap, rows)
 
 
+class AppendUpkeepModel(UpkeepModel):
+    """An append table with deletion vectors, partitioned by the string, without a key: an upsert is its UPDATE
+    on (p, id) (Table.update: the matching rows marked deleted in the vectors, the new ones appended; a key given
+    twice in a batch is sent once, its last version), a delete marks the matching rows (no commit when none
+    matches); compaction folds the vectors in."""
+
+    OPTIONS: dict[str, str] = {}
+
+    def _create_table(self) -> None:
+        catalog = Catalog(self.dir)
+        catalog.create_database("db", ignore_if_exists=True)
+        schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
+        self.table = catalog.create_table("db.t", schema, partition_keys=["p"], options={
+            "deletion-vectors.enabled": "true", "tag.num-retained-max": str(PERIODIC_MAX), **self.OPTIONS})
+
+    def _write(self, data: pa.Table):
+        last = {(p, i): n for n, (p, i) in enumerate(zip(data.column("p").to_pylist(), data.column("id").to_pylist()))}
+        return self.table.update(data.take(pa.array(sorted(last.values()), pa.int64())), on=["p", "id"])
+
+    def _committed(self, snap, rows: dict) -> None:
+        if snap is None:   # a delete that matched no row commits nothing
+            assert rows == self._latest_rows()
+            return
+        super()._committed(snap, rows)
+
+
+class BucketedAppendUpkeepModel(AppendUpkeepModel):
+    """The append table with deletion vectors and two buckets by `id` (`bucket-key`)."""
+
+    OPTIONS = {"bucket": "2", "bucket-key": "id"}
+
+
 @pytest.mark.parametrize("machine", [UpkeepModel, TemporalUpkeepModel, NestedUpkeepModel, DynamicBucketUpkeepModel,
-                                     DeletionVectorUpkeepModel],
-                         ids=["string", "date-timestamp", "nested", "dynamic-bucket", "deletion-vectors"])
+                                     DeletionVectorUpkeepModel, AppendUpkeepModel, BucketedAppendUpkeepModel],
+                         ids=["string", "date-timestamp", "nested", "dynamic-bucket", "deletion-vectors", "append",
+                              "bucketed-append"])
 def test_upkeep_model(machine, record_property):
     for k in COUNTS:
         COUNTS[k] = 0
@@ -729,11 +766,12 @@ def test_upkeep_model(machine, record_property):
     SECONDS.clear()
     randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
     # The runs are shared between the two tables: together they take about three minutes on two cores.
-    # The nested, dynamic-bucket and deletion-vector tables are table kinds rather than other key layouts: a fifth
+    # The nested, dynamic-bucket, deletion-vector and append tables are table kinds rather than other key layouts: a fifth
     # of the runs (at least one) suffice.
     examples = {UpkeepModel: EXAMPLES // 2, TemporalUpkeepModel: EXAMPLES - EXAMPLES // 2,
                 NestedUpkeepModel: max(1, EXAMPLES // 5), DynamicBucketUpkeepModel: max(1, EXAMPLES // 5),
-                DeletionVectorUpkeepModel: max(1, EXAMPLES // 5)}[machine]
+                DeletionVectorUpkeepModel: max(1, EXAMPLES // 5), AppendUpkeepModel: max(1, EXAMPLES // 5),
+                BucketedAppendUpkeepModel: max(1, EXAMPLES // 5)}[machine]
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples, stateful_step_count=STEPS, deadline=None, derandomize=not randomize,
         database=None, suppress_health_check=list(HealthCheck)))
