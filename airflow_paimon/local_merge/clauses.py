@@ -18,7 +18,7 @@ import pyarrow as pa
 from airflow_paimon.format import Table
 from airflow_paimon.format.errors import MergeClauseError
 from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause
-from airflow_paimon.spark.store_assignment import check_store_assignment, sql_type_name
+from airflow_paimon.store_assignment import check_store_assignment, sql_type_name
 
 from .translate import ColumnSide, NotTranslatable, quote, to_duckdb
 

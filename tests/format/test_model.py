@@ -22,8 +22,8 @@ there (Paimon makes primary-key columns NOT NULL, and the key holds the partitio
 the string-partitioned table run fewer times: one with a nested column, one with dynamic buckets (`bucket = -1`, at
 most 4 keys per bucket, so that commits replace HASH index files), one with deletion vectors (each write a commit
 pair whose APPEND snapshot reads as the one before it). Two append tables with deletion vectors (one unaware of
-buckets, one bucketed by `id`) run the same steps, their upserts as UPDATEs on the key columns. Writing a NULL partition value is a bad
-input, which must fail and leave the table as it was.
+buckets, one bucketed by `id`) run the same steps, their upserts as UPDATEs on the key columns. Writing a NULL
+partition value is a bad input, which must fail and leave the table as it was.
 
 Reads are memoised by (base manifest list, delta manifest list, schema id): manifests, data files and schema
 files are immutable, and the existence of every file a snapshot reads is checked at every step, so an unchanged key
@@ -766,8 +766,8 @@ def test_upkeep_model(machine, record_property):
     SECONDS.clear()
     randomize = os.environ.get("PAIMON_MODEL_RANDOM") == "1"
     # The runs are shared between the two tables: together they take about three minutes on two cores.
-    # The nested, dynamic-bucket, deletion-vector and append tables are table kinds rather than other key layouts: a fifth
-    # of the runs (at least one) suffice.
+    # The nested, dynamic-bucket, deletion-vector and append tables are table kinds rather than other key
+    # layouts: a fifth of the runs (at least one) suffice.
     examples = {UpkeepModel: EXAMPLES // 2, TemporalUpkeepModel: EXAMPLES - EXAMPLES // 2,
                 NestedUpkeepModel: max(1, EXAMPLES // 5), DynamicBucketUpkeepModel: max(1, EXAMPLES // 5),
                 DeletionVectorUpkeepModel: max(1, EXAMPLES // 5), AppendUpkeepModel: max(1, EXAMPLES // 5),

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_paimon.merge import matched_delete, matched_update, not_matched_by_source_delete, not_matched_insert
 from airflow_paimon.spark.merge import run_merge
-from airflow_paimon.spark.store_assignment import StoreAssignmentError, can_store_assign
+from airflow_paimon.store_assignment import StoreAssignmentError, can_store_assign
 
 from .reference import canonical, clause, merge_rows
 from .test_merge import COLUMNS, SCHEMA, make_target, row, write_source

@@ -16,9 +16,9 @@ from pyspark.sql import types as T
 
 from airflow_paimon.format.errors import MergeClauseError
 from airflow_paimon.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, is_identity, resolve_column
+from airflow_paimon.store_assignment import check_store_assignment
 
 from ..schema_map import spark_to_arrow_type
-from ..store_assignment import check_store_assignment
 from ..tables.buckets import BUCKET_COLUMN
 from ..tables.changelog import BEFORE_SEQUENCE, HAS_BEFORE, before_column
 from .plan import TARGET_SEQUENCE, MergePlan, source_column

@@ -27,8 +27,8 @@ from airflow_paimon.format.commit import Transaction
 from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.format.versions import kinds_to_write
 from airflow_paimon.merge import is_plain_upsert, normalize_on, parse_clauses, validate_clauses
+from airflow_paimon.store_assignment import check_store_assignment
 
-from ..store_assignment import check_store_assignment
 from .result import Written
 from .spec import MergeSpec
 

@@ -11,6 +11,8 @@ from pyspark.sql import SparkSession
 from airflow_paimon.format import Catalog, Table
 from airflow_paimon.format.commit import CommitId, Transaction
 from airflow_paimon.format.errors import InvalidOptionError, UnsupportedTableError
+from airflow_paimon.local_merge.engine import plan_local_merge
+from airflow_paimon.local_merge.translate import NotTranslatable
 from airflow_paimon.merge import NOT_MATCHED_BY_SOURCE, is_plain_upsert, normalize_on
 
 from ..common import reapply_identifier
@@ -78,10 +80,7 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
     catalog = Catalog(spec.warehouse, spec.options)
     table = catalog.get_table(spec.target)
     if not table.is_primary_key:
-        hint = ("; a MERGE into an append table with deletion vectors runs in process (engine 'local', or 'auto' "
-                "within the memory budget), not on Spark" if table.core_options.deletion_vectors else "")
-        raise UnsupportedTableError(f"the Spark MERGE needs a primary-key target; {table.identifier} is an append "
-                                    f"table{hint}")
+        return _merge_append_in_driver(spark, spec, catalog, table, started)
     # A table the library does not write (a cross-partition upsert table, ...) is refused before Spark starts.
     table.require_writable()
     user = spec.commit_user
@@ -117,6 +116,38 @@ def merge_into(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec
         written = general_merge(spark, plan_merge(spark, spec, table, tx, source, info, on, clauses))
     written.timings = dict(written.timings or {}, plan=round(planned - started, 3))
     return MergeResult.finished(table.identifier, user, ident, info, written, tx.base, started)
+
+
+def _merge_append_in_driver(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec, catalog: Catalog,
+                            table: Table, started: float) -> MergeResult:
+    """An append table (with deletion vectors): Spark reads the source (any format it reads), and the driver
+    merges it with the in-process engine (local_merge/append_target.py), which marks the changed rows in their
+    vectors; the target's live rows are joined on the driver, so it must hold them."""
+    if not table.core_options.deletion_vectors:
+        raise UnsupportedTableError(
+            f"MERGE into the append table {table.identifier} needs deletion vectors to mark the rows it changes: set "
+            "'deletion-vectors.enabled' = 'true' on the table, or merge into a primary-key table")
+    if is_change_feed(spec.source):
+        raise UnsupportedTableError(f"a change feed is merged by primary key; {table.identifier} is an append "
+                                    "table: merge the feed's rows as a table source instead")
+    tx, ident, done = _open_commit(spec, table)
+    if done is not None:
+        print(done.message, flush=True)
+        return done
+    session = spark() if callable(spark) else spark
+    source, info = load_source(session, spec.source, spec.source_format, spec.source_options, catalog,
+                               empty_schema=spark_schema(table.arrow_schema()))
+    try:
+        plan = plan_local_merge(table, source.toArrow(), spec.clauses, spec.on, tx=tx,
+                                honour_sequence_field=spec.honour_sequence_field)
+    except NotTranslatable as e:
+        raise UnsupportedTableError(f"MERGE into the append table {table.identifier}: {e}") from None
+    done_here = plan.run()
+    snap = table.snapshot(done_here["snapshot_id"]) if done_here["status"] == "committed" else None
+    written = Written(snap, done_here["rows"], "merge", engine="driver", timings=done_here["timings"],
+                      target_splits_read=done_here["target_splits_read"],
+                      target_rows_read=done_here["target_rows_read"])
+    return MergeResult.finished(table.identifier, spec.commit_user, ident, info, written, tx.base, started)
 
 
 def _merge_feed(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpec, catalog: Catalog, table: Table,

@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 from airflow_paimon.format import Table
 from airflow_paimon.format.commit import Transaction
+from airflow_paimon.store_assignment import check_store_assignment
 
-from ..store_assignment import check_store_assignment
 from ..tables.write import write_changes
 from ..tasks import estimated_bytes
 from .actions import spark_arrow_type

@@ -5,8 +5,8 @@ Spark SQL's ``MERGE``/``INSERT`` check every assigned value against its column w
 numeric column (overflow then fails at run time), any atomic value into a string column, and dates and timestamps
 among themselves are stored (cast); anything else -- a string into a number, a date or a boolean, a number into a
 boolean or a date, binary into anything but string -- is refused before any row is read. The merge follows these
-rules on both of its paths (Spark and the driver), so a source whose ``amount`` column is a string fails naming the
-column and both types instead of being cast silently.
+rules on every path (Spark, the application's driver and the in-process engine), so a source whose ``amount``
+column is a string fails naming the column and both types instead of being cast silently.
 
 Arrow types only: the Spark path maps its types with ``schema_map.spark_to_arrow_type`` first, the driver path
 (which must not import pyspark) reads Arrow schemas directly.
