@@ -27,14 +27,14 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def require_append_vectors(table: "Table") -> None:
-    """Deleting rows of an append table needs its deletion vectors: without them Paimon rewrites whole data files,
-    which this library does not do."""
+def require_append_vectors(table: "Table", doing: str = "deleting rows of") -> None:
+    """Changing rows of an append table (`doing` it: a delete, an update, a MERGE) needs its deletion vectors:
+    without them Paimon rewrites whole data files, which this library does not do."""
     if table.is_primary_key:
         raise InvalidDataError(f"{table.identifier} has a primary key: delete its rows by key (Table.delete)")
     if not table.core_options.deletion_vectors:
         raise InvalidDataError(
-            f"deleting rows of the append table {table.identifier} needs deletion vectors: set "
+            f"{doing} the append table {table.identifier} needs deletion vectors to mark the rows it changes: set "
             "'deletion-vectors.enabled' = 'true' on the table (without them Paimon rewrites the data files, which "
             "this library does not do). Nothing was changed."
         )
@@ -120,7 +120,7 @@ def update_matching(
     """Messages replacing every live row whose `on` columns equal one of `rows`' by that row: the old rows marked
     deleted, the new rows' data files (`write_rows`, called once the input is checked) appended. A row of `rows` that
     matches nothing is inserted, as in an upsert."""
-    require_append_vectors(table)
+    require_append_vectors(table, "updating rows of")
     if not on:
         raise InvalidDataError("an update of an append table needs the columns that find the rows it replaces (on)")
     missing = [c for c in on if c not in rows.column_names]

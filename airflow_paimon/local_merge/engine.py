@@ -23,8 +23,9 @@ import pyarrow.compute as pc
 from airflow_paimon.format import Snapshot, Split, Table
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.commit import CommitId, Transaction
+from airflow_paimon.format.deletion_vectors_append import require_append_vectors
 from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
-from airflow_paimon.format.errors import MergeClauseError, UnsupportedTableError
+from airflow_paimon.format.errors import MergeClauseError
 from airflow_paimon.format.kernels import check_unique_keys, equal_runs
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.scan import DECODED_PER_FILE_BYTE, ScanPlanner
@@ -267,11 +268,8 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
     tables only Spark handles."""
     started = time.monotonic()
     append = not table.is_primary_key
-    if append and not table.core_options.deletion_vectors:
-        raise UnsupportedTableError(
-            f"MERGE into the append table {table.identifier} needs deletion vectors to mark the rows it changes: set "
-            "'deletion-vectors.enabled' = 'true' on the table (without them Paimon rewrites the data files, which "
-            "this library does not do), or merge into a primary-key table")
+    if append:
+        require_append_vectors(table, "a MERGE into")
     if append and not on:
         raise MergeClauseError(f"a MERGE into the append table {table.identifier} needs `on`: the columns whose "
                                "equal values match a source row with target rows (it has no primary key)")

@@ -176,9 +176,10 @@ def test_bad_deletes_change_nothing(catalog, unaware):
     plain = catalog.create_table("db.plain", SCHEMA)
     plain.write(rows([1, 2], "x", "a"))
     before = tree_digest(plain.path)
-    with pytest.raises(InvalidDataError, match="needs deletion vectors: set 'deletion-vectors.enabled'"):
+    with pytest.raises(InvalidDataError, match="deleting rows of the append table db.plain needs deletion vectors "
+                       "to mark the rows it changes: set 'deletion-vectors.enabled'"):
         plain.delete(pa.table({"id": pa.array([1], pa.int64())}))
-    with pytest.raises(InvalidDataError, match="needs deletion vectors"):
+    with pytest.raises(InvalidDataError, match="updating rows of the append table db.plain needs deletion vectors"):
         plain.update(rows([1], "x", "b"), on=["id"])
     assert tree_digest(plain.path) == before
     before = tree_digest(unaware.path)

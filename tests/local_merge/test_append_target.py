@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.errors import DuplicateKeyError, MergeClauseError, UnsupportedTableError
+from airflow_paimon.format.errors import DuplicateKeyError, InvalidDataError, MergeClauseError
 from airflow_paimon.local_merge.engine import merge_in_process
 from airflow_paimon.merge import (
     matched_delete,
@@ -139,7 +139,7 @@ def test_bad_input_changes_nothing(catalog):
     plain = catalog.create_table("db.plain", SCHEMA)
     plain.write(table_of(TARGET))
     before = tree_digest(plain.path)
-    with pytest.raises(UnsupportedTableError, match="needs deletion vectors"):
+    with pytest.raises(InvalidDataError, match="needs deletion vectors"):
         merge_in_process(plain, table_of(SOURCE), [matched_delete()], on=["id"])
     assert tree_digest(plain.path) == before
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.format import Catalog
-from airflow_paimon.format.errors import UnsupportedTableError
+from airflow_paimon.format.errors import InvalidDataError
 from airflow_paimon.local_merge.engine import merge_in_process
 from airflow_paimon.merge import matched_delete, matched_update, not_matched_by_source_update, not_matched_insert
 from airflow_paimon.spark.merge import run_merge
@@ -63,6 +63,6 @@ def test_an_append_target_without_deletion_vectors_is_refused(spark, tmp_path):
     before = tree_digest(cat.get_table("db.plain").path)
     source = tmp_path / "s.parquet"
     pq.write_table(TARGET, source)
-    with pytest.raises(UnsupportedTableError, match="needs deletion vectors"):
+    with pytest.raises(InvalidDataError, match="needs deletion vectors"):
         run_merge(spark, {"target": "db.plain", "warehouse": cat.warehouse, "source": str(source), "on": ["id"]})
     assert tree_digest(cat.get_table("db.plain").path) == before

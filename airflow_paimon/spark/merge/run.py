@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from airflow_paimon.format import Catalog, Table
 from airflow_paimon.format.commit import CommitId, Transaction
+from airflow_paimon.format.deletion_vectors_append import require_append_vectors
 from airflow_paimon.format.errors import InvalidOptionError, UnsupportedTableError
 from airflow_paimon.local_merge.engine import plan_local_merge
 from airflow_paimon.local_merge.translate import NotTranslatable
@@ -123,10 +124,7 @@ def _merge_append_in_driver(spark: SparkSession | Callable[[], SparkSession], sp
     """An append table (with deletion vectors): Spark reads the source (any format it reads), and the driver
     merges it with the in-process engine (local_merge/append_target.py), which marks the changed rows in their
     vectors; the target's live rows are joined on the driver, so it must hold them."""
-    if not table.core_options.deletion_vectors:
-        raise UnsupportedTableError(
-            f"MERGE into the append table {table.identifier} needs deletion vectors to mark the rows it changes: set "
-            "'deletion-vectors.enabled' = 'true' on the table, or merge into a primary-key table")
+    require_append_vectors(table, "a MERGE into")
     if is_change_feed(spec.source):
         raise UnsupportedTableError(f"a change feed is merged by primary key; {table.identifier} is an append "
                                     "table: merge the feed's rows as a table source instead")
