@@ -134,3 +134,15 @@ def test_replaying_any_range_of_the_feed_gives_the_rows_at_its_end(tmp_path_fact
     end = data.draw(st.integers(0, latest.id), label="end")
     start = data.draw(st.integers(0, end), label="start")
     assert replay(live(t, start), feed(t, start, end) if end > start else []) == live(t, end)
+
+
+def test_expiry_keeps_what_a_consumers_feed_compares_its_first_snapshot_with(tmp_path):
+    t = new_table(tmp_path, "unaware")
+    for i in range(3):
+        t.write(rows([i], "x", "a"))
+    t.consumers.create("reader", 3)                      # read up to snapshot 2
+    t.delete(pa.table({"id": pa.array([1], pa.int64())}))   # 4
+    t.maintenance.expire_snapshots(retain_min=1, older_than=FUTURE)
+    assert t.snapshot_manager.earliest_id() == 2          # the snapshot before the consumer's position stays
+    got = [(r["_change_type"], r["id"]) for r in t.changes(consumer_id="reader", mode="delta").read_all().to_pylist()]
+    assert got == [("insert", 2), ("delete", 1)]

@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 
 def consumer_min_next(table: "Table", dry_run: bool) -> int | None:
-    """The lowest position of the live consumers. With `consumer.expiration-time`, consumers whose file was not
-    written for that long lapse first (deleted, as Paimon's commit does before it expires snapshots; a dry run
-    only leaves them out). File ages are measured against the clock, not `now`: modification times are real."""
+    """The lowest snapshot the live consumers still read (their lowest position). With
+    `consumer.expiration-time`, consumers whose file was not written for that long lapse first (deleted, as
+    Paimon's commit does before it expires snapshots; a dry run only leaves them out). File ages are measured
+    against the clock, not `now`: modification times are real."""
     consumers = ConsumerManager(table)
     lapsed: dict[str, str] = {}
     ttl = table.options().get("consumer.expiration-time")
@@ -33,7 +34,13 @@ def consumer_min_next(table: "Table", dry_run: bool) -> int | None:
         if not dry_run:
             for path in lapsed.values():
                 table.io.delete(path)
-    return consumers.min_next(lapsed)
+    lowest = consumers.min_next(lapsed)
+    if lowest is not None and table.core_options.deletion_vectors and not table.is_primary_key:
+        # The delta feed of an append table with deletion vectors finds a snapshot's deletes by comparing its
+        # vectors with the snapshot before it, so a consumer's range needs the snapshot before its position too
+        # (beyond Paimon, which keeps the position only).
+        return lowest - 1
+    return lowest
 
 
 def expire_snapshots(table: "Table", retain_min: Any = None, retain_max: Any = None, older_than: Any = None,
