@@ -57,6 +57,15 @@ def _duplicate_message(key: str, extra: int) -> str:
             "committed.")
 
 
+def _connect() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection that evaluates times in UTC, as the Spark application's session does, on one thread:
+    the MERGE runs inside a worker whose other tasks share its cores."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET threads = 1")
+    return con
+
+
 @dataclass
 class _Group:
     partition: tuple[Any, ...]
@@ -117,9 +126,7 @@ class LocalMerge:
             return self._upsert(planned)
         if self.append:
             return self._append(planned)
-        con = duckdb.connect()
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET threads = 1")
+        con = _connect()
         outputs: list[pa.Table] = []
         batch: list[pa.Table] = []
         batch_bytes = 0
@@ -174,9 +181,7 @@ class LocalMerge:
         """The MERGE into an append table: the whole target joined once, the changed rows marked in their
         vectors and the new ones appended (append_target.py)."""
         target, files = read_with_locators(self.table, self.splits.values(), self.target_columns)
-        con = duckdb.connect()
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET threads = 1")
+        con = _connect()
         try:
             out = self.compiled.run(con, self._join(self.source, target))
         finally:
@@ -303,9 +308,8 @@ def plan_local_merge(table: Table, source: pa.Table, clauses: Any = None, on: An
                               [pa.field(f"__t_{i}", logical.field(c).type) for i, c in enumerate(tcols)] +
                               locators + [pa.field("__has_s", pa.bool_()), pa.field("__has_t", pa.bool_())])
     guard_cols = [(s_map[resolve_column(src_cols, f) or f], t_map[f]) for f in guard]
-    con = duckdb.connect()
+    con = _connect()
     try:
-        con.execute("SET TimeZone = 'UTC'")
         compiled = compile_merge(con, table, parsed, joined_schema, s_map, t_map, guard_cols,
                                  passthrough=[f.name for f in locators])
     finally:
