@@ -32,11 +32,15 @@ def test_mkdocs_build_strict(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+AIRFLOW_IMPORT = re.compile(
+    r"^\s*(from|import) (airflow\b|airflow_paimon\.(operators|sensors|triggers|hooks|timetables|ui)\b)", re.M)
+
+
 def _snippets() -> list:
     """Every python block but library.md's (they build on each other: tests/format/test_library_doc.py runs them
-    in order); a block that imports Airflow is an `airflow` test, as slow as the others that do."""
-    return [pytest.param(page, index, code, marks=[pytest.mark.airflow] if re.search(r"^\s*(from|import) airflow\b",
-                                                                                       code, re.M) else [])
+    in order); a block that imports Airflow, itself or through the provider's Airflow modules, is an `airflow`
+    test, as slow as the others that do."""
+    return [pytest.param(page, index, code, marks=[pytest.mark.airflow] if AIRFLOW_IMPORT.search(code) else [])
             for page, index, code in _blocks(PYTHON_BLOCK, [p for p in DOCS if p.name != "library.md"])]
 
 
