@@ -376,7 +376,7 @@ class Transaction:
         """On an append table with deletion vectors, refuse vectors for data files a concurrent commit removed (the
         deletes would be lost) and the removal of data files whose vectors a concurrent commit changed (the
         rewritten files would bring the deleted rows back)."""
-        if self.table.is_primary_key or not self.table.core_options.deletion_vectors:
+        if not self.table.has_append_vectors:
             return
         marked = {(a.partition, a.bucket, name) for a in adds if a.index_type == DV_INDEX for name in a.ranges}
         if marked:

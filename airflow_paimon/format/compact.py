@@ -157,7 +157,7 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
     schema = table.schema()
     logical = schema.logical_arrow_schema()
     small_split = Split(split.partition, split.partition_bytes, split.bucket, small, split.snapshot_id,
-                        {name: where for name, where in vectors.items()} or None)
+                        split.deletion_files)
     parts = read_files(table, small_split, logical.names, logical)
     data = pa.concat_tables([p.cast(pa.schema([f.with_nullable(True) for f in logical])) for p in parts])
     data = fill_partition(table, small_split, data)

@@ -138,6 +138,11 @@ class Table:
         return list(self.core_options.bucket_key) if self.core_options.bucket_key else self._schema.trimmed_primary_keys
 
     @property
+    def has_append_vectors(self) -> bool:
+        """An append table with deletion vectors: its deletes and updates live only in the vectors."""
+        return not self.is_primary_key and self.core_options.deletion_vectors
+
+    @property
     def is_dynamic_bucket(self) -> bool:
         """A primary-key table whose keys' buckets the HASH index keeps (bucket = -1, see dynamic_bucket.py)."""
         return self.is_primary_key and self.core_options.bucket == -1

@@ -82,7 +82,7 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
                               "mode 'changelog' has nothing to read; use mode='delta' (rows as written) or "
                               "mode='diff' (the two ends compared)")
     snaps = [_snapshot(table, sid, mode, start, end) for sid in range(start.id + 1, end.id + 1)]
-    if append_vectors(table) and start.id > 0 and start.snapshot is None and snaps \
+    if table.has_append_vectors and start.id > 0 and start.snapshot is None and snaps \
             and snaps[0].commit_kind != "COMPACT" and snaps[0].index_manifest:
         raise SnapshotExpiredError(
             f"{start.given}: snapshot {start.id} of {table.identifier} expired and no tag holds it, so the rows "
@@ -101,11 +101,6 @@ def check_range(table: "Table", start: Bound, end: Bound, mode: str) -> list[Sna
                 "'input') lists no changelog: its writer did not produce one, so mode 'changelog' would miss its "
                 "rows; use mode='delta' or mode='diff'")
     return snaps
-
-
-def append_vectors(table: "Table") -> bool:
-    """An append table with deletion vectors: its deletes live only in the vectors."""
-    return table.core_options.deletion_vectors and not table.is_primary_key
 
 
 def _vector_deletes(table: "Table", before: str | None, snap: Snapshot) -> list[RangeUnit]:
@@ -134,7 +129,7 @@ def range_units(table: "Table", start: Bound, snaps: list[Snapshot], mode: str) 
     partition."""
     buckets: dict[bytes, int] = {}
     out: list[RangeUnit] = []
-    vectors = mode == "delta" and append_vectors(table)
+    vectors = mode == "delta" and table.has_append_vectors
     previous = start.snapshot.index_manifest if start.snapshot is not None else None
     for snap in snaps:
         if vectors and snap.commit_kind == "APPEND" and snap.index_manifest != previous:

@@ -35,7 +35,7 @@ def consumer_min_next(table: "Table", dry_run: bool) -> int | None:
             for path in lapsed.values():
                 table.io.delete(path)
     lowest = consumers.min_next(lapsed)
-    if lowest is not None and table.core_options.deletion_vectors and not table.is_primary_key:
+    if lowest is not None and table.has_append_vectors:
         # The delta feed of an append table with deletion vectors finds a snapshot's deletes by comparing its
         # vectors with the snapshot before it, so a consumer's range needs the snapshot before its position too
         # (beyond Paimon, which keeps the position only).
