@@ -6,10 +6,28 @@ running alone at the end. Tests of one module keep their order."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV
 
 SLOWEST_FIRST = ("e2e", "cluster", "objectstore", "bench")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:  # noqa: ARG001
     items.sort(key=lambda item: 0 if any(item.get_closest_marker(m) for m in SLOWEST_FIRST) else 1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def lookup_files_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Lookups' local copies of data files (format/lookup_files.py) go to the run's own directory, also in the
+    Spark and Airflow processes tests start."""
+    key = LOOKUP_DIR_ENV
+    before = os.environ.get(key)
+    os.environ[key] = str(tmp_path_factory.mktemp("lookup-files"))
+    yield os.environ[key]
+    if before is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = before

@@ -24,7 +24,7 @@ from .errors import UnsupportedTableError
 from .fileio import FileIO
 from .schema import TableSchema
 
-__all__ = ["FileColumns", "file_columns", "read_data_file", "cast_evolved", "monotonic_cast"]
+__all__ = ["FileColumns", "file_columns", "read_data_file", "evolved", "cast_evolved", "monotonic_cast"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,11 @@ def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schem
                    rows: pa.Array | None = None) -> pa.Table:
     """One data file's columns (only the rows at the sorted positions `rows`, when given), named and typed as
     `target` (which holds `columns.names`)."""
-    data = _read_parquet(io, path, columns.to_read, rows)
+    return evolved(_read_parquet(io, path, columns.to_read, rows), columns, target, path)
+
+
+def evolved(data: pa.Table, columns: FileColumns, target: pa.Schema, path: str) -> pa.Table:
+    """Columns of one data file as stored (`data`, named as in the file), named and typed as `target`."""
     arrays = []
     for name, source in zip(columns.names, columns.sources):
         t = target.field(name).type

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
-from .evolution import file_columns, read_data_file
+from .evolution import evolved, file_columns, read_data_file
+from .lookup_files import LookupFiles
 from .manifest import DataFileMeta
 from .scan import Split
 
@@ -76,26 +77,40 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
                       wanted: pa.Table) -> list[pa.Table]:
     """For each file of `split` that holds one of the keys of `wanted` (distinct rows of the trimmed primary
     keys), its rows of those keys, in file order, as `columns` typed by `schema` (which holds the keys).
-    Files holding none of them are left out."""
+    Files holding none of them are left out. A file's local lookup file answers where there is one (made on
+    first use, lookup_files.py); the data file itself otherwise."""
     keys = table.schema().trimmed_primary_keys
     current = table.schema()
     first = wanted.column(keys[0]).combine_chunks()
     rest = [c for c in columns if c not in keys]
+    lookup_files = LookupFiles(table)
     out = []
     for meta in split.files:
         if not may_hold_keys(table, meta, first):
             continue
         path = table.data_file_path(split.partition, split.bucket, meta)
         written = table.schema_by_id(meta.schema_id)
-        file_keys = read_data_file(table.io, path, file_columns(current, written, keys), schema)
+        stored = lookup_files.open(table, path, meta)
+        key_columns = file_columns(current, written, keys)
+        if stored is None:
+            file_keys = read_data_file(table.io, path, key_columns, schema)
+        else:
+            file_keys = evolved(stored, key_columns, schema, path)
         rows = positions_of_keys(file_keys, wanted, keys)
         if len(rows) == 0:
             continue
         take = pa.array(rows)
         if rest:
-            values = read_data_file(table.io, path, file_columns(current, written, rest), schema, take)
+            rest_columns = file_columns(current, written, rest)
+            if stored is None:
+                values = read_data_file(table.io, path, rest_columns, schema, take)
+            else:
+                present = [n for n in rest_columns.to_read if n in stored.column_names]
+                values = evolved(stored.select(present).take(take), rest_columns, schema, path)
             arrays = [file_keys.column(c).take(take) if c in keys else values.column(c) for c in columns]
         else:
             arrays = [file_keys.column(c).take(take) for c in columns]
         out.append(pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns])))
+    if lookup_files.built:
+        lookup_files.prune()
     return out

@@ -169,6 +169,8 @@ def test_lookup_merges_several_changes_of_a_key_and_respects_sequence_field(cata
 def test_lookup_reads_only_the_files_whose_key_range_can_hold_the_keys(catalog, monkeypatch):
     from airflow_paimon.format import key_reads
     from airflow_paimon.format.changelog import lookup as lookup_module
+    from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV
+    monkeypatch.setenv(LOOKUP_DIR_ENV, "")   # the data files themselves: test_lookup_files.py covers the copies
     t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"changelog-producer": "lookup",
                                                                       "bucket": "1"})
     for start in range(0, 30, 10):

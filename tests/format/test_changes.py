@@ -373,6 +373,8 @@ def test_diff_skips_shared_files_whose_keys_did_not_change(catalog):
 
 def test_diff_reads_a_shared_file_once_and_its_values_only_when_it_holds_a_changed_key(catalog, monkeypatch):
     from airflow_paimon.format import key_reads
+    from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV
+    monkeypatch.setenv(LOOKUP_DIR_ENV, "")   # the data files themselves: test_lookup_files.py covers the copies
     t = make(catalog, bucket="1")
     t.write(rows(range(0, 100, 2)))      # even keys, one file both ends share
     t.create_tag("start")

@@ -1,0 +1,123 @@
+"""Local lookup files: an uncompressed Arrow copy of a data file on the worker's disk, for key lookups.
+
+A `changelog-producer = lookup` write and a `diff` need the versions of a few keys out of history files that hold
+many more. Parquet decodes whole pages, so taking a few keys spread over a file costs decoding all of it, and a
+lookup write would cost the size of the history. Paimon's writers therefore build a local lookup file from a data
+file the first time they look into it and answer later lookups from it while it lasts
+(`lookup.cache-file-retention`, from its last use; `lookup.cache-max-disk-size`, least recently used first).
+This library does the same with an uncompressed Arrow IPC copy of the file's columns: memory-mapped, its sorted
+key column is searched in place and only the rows taken are copied out, so a lookup costs what it takes.
+
+Beyond Paimon, whose lookup files live as long as the writer: the copies outlive the process, so the next task on
+the same worker finds them. That is safe because a data file never changes once written: a copy is named by the
+file's name (unique per file) and size, and checked against the file's row count when opened. Copies are kept
+per table, under `$AIRFLOW_PAIMON_LOOKUP_DIR` (default `<temp dir>/airflow-paimon-lookup`); an empty value
+turns them off, and every lookup then reads the data files themselves. A copy that cannot be made (a full disk,
+a column too large for one Arrow array) is skipped the same way: the answer never depends on the copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["LOOKUP_DIR_ENV", "LookupFiles"]
+
+LOOKUP_DIR_ENV = "AIRFLOW_PAIMON_LOOKUP_DIR"
+_SUFFIX = ".arrow"
+_log = logging.getLogger(__name__)
+
+
+def _root() -> Path | None:
+    configured = os.environ.get(LOOKUP_DIR_ENV)
+    if configured is None:
+        return Path(tempfile.gettempdir()) / "airflow-paimon-lookup"
+    return Path(configured) if configured.strip() else None
+
+
+class LookupFiles:
+    """The lookup files of one table on this worker."""
+
+    def __init__(self, table: "Table"):
+        self.retention = table.core_options.lookup_file_retention
+        self.max_bytes = table.core_options.lookup_max_disk_size
+        root = _root()
+        digest = hashlib.sha256(table.path.encode()).hexdigest()[:20]
+        self.directory = None if root is None else root / digest
+        self.built = 0
+
+    def open(self, table: "Table", path: str, meta: DataFileMeta) -> pa.Table | None:
+        """Every column of the data file at `path` as stored, memory-mapped from its lookup file (made now when
+        there is none); None when there is no usable copy, and the caller reads the data file."""
+        if self.directory is None:
+            return None
+        copy = self.directory / f"{meta.file_name}-{meta.file_size}{_SUFFIX}"
+        try:
+            data = pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
+            if data.num_rows == meta.row_count:
+                os.utime(copy)
+                return data
+        except (OSError, pa.ArrowInvalid):
+            pass
+        return self._build(table, path, copy)
+
+    def _build(self, table: "Table", path: str, copy: Path) -> pa.Table | None:
+        try:
+            with table.io.fs.open_input_file(table.io.fs_path(path)) as f:
+                data = pq.ParquetFile(f, pre_buffer=True).read().combine_chunks()
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            partial = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}")
+            try:
+                with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, data.schema) as writer:
+                    writer.write_table(data, max_chunksize=max(data.num_rows, 1))
+                os.replace(partial, copy)
+            finally:
+                partial.unlink(missing_ok=True)
+        except (OSError, pa.ArrowInvalid, pa.ArrowCapacityError) as e:
+            _log.warning("no lookup file for %s (%s): reading the data file instead", path, e)
+            return None
+        self.built += 1
+        return pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
+
+    def prune(self) -> None:
+        """Drop the copies unused for longer than the retention, then the least recently used ones while the
+        copies exceed the disk size. A copy another process still has mapped stays readable to it."""
+        if self.directory is None or not self.directory.is_dir():
+            return
+        now = time.time()
+        kept = []
+        for entry in os.scandir(self.directory):
+            try:
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue
+            stale = timedelta(seconds=now - stat.st_mtime) > self.retention
+            if stale or not entry.name.endswith(_SUFFIX):
+                # a partial copy older than the retention was left by a process that died while writing it
+                if stale:
+                    Path(entry.path).unlink(missing_ok=True)
+                continue
+            kept.append((stat.st_mtime, stat.st_size, entry.path))
+        if self.max_bytes is None:
+            return
+        total = sum(size for _, size, _ in kept)
+        for _, size, name in sorted(kept):
+            if total <= self.max_bytes:
+                break
+            Path(name).unlink(missing_ok=True)
+            total -= size

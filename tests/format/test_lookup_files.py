@@ -1,0 +1,179 @@
+"""Local lookup files: lookups answer from an Arrow copy of each data file they look into, exactly as from the file."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.format import SchemaChange
+from airflow_paimon.format.errors import InvalidOptionError
+from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV
+
+from .changelog_helpers import changelog_rows
+from .upkeep_helpers import tree_digest
+
+KV = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
+
+
+def kv(rows):
+    cols = list(zip(*rows)) if rows else [[], [], []]
+    return pa.table({"k": pa.array(cols[0], pa.int64()), "p": pa.array(cols[1], pa.string()),
+                     "v": pa.array(cols[2], pa.int64())}, schema=KV)
+
+
+@pytest.fixture
+def copies(tmp_path, monkeypatch):
+    """The lookup files' directory of this test."""
+    directory = tmp_path / "lookup-files"
+    monkeypatch.setenv(LOOKUP_DIR_ENV, str(directory))
+    return directory
+
+
+def copy_files(directory):
+    return sorted(p for p in directory.rglob("*.arrow"))
+
+
+def lookup_table(catalog, name="db.t", **options):
+    return catalog.create_table(name, KV, primary_keys=["k"],
+                                options={"changelog-producer": "lookup", "bucket": "1", **options})
+
+
+def test_a_lookup_answers_from_the_copy_of_the_one_file_it_looks_into(catalog, copies):
+    t = lookup_table(catalog, **{"num-levels": "8"})   # room for each write's own level: no merge rewrites a file
+    for start in range(0, 30, 10):
+        t.write(kv([(k, "a", k) for k in range(start, start + 10)]))
+    snap = t.write(kv([(25, "a", 250)]))
+    assert changelog_rows(t, snap) == [("-U", 25, "a", 25), ("+U", 25, "a", 250)]
+    made = copy_files(copies)
+    named = {f"{e.file.file_name}-{e.file.file_size}.arrow": e.file for e in t.file_entries(snap)}
+    assert len(made) == 1 and made[0].name in named
+    holder = named[made[0].name]
+    assert holder.row_count == 10 and holder.level > 0
+    # With the data file gone, the next lookup into it still answers: from its copy.
+    path = t.data_file_path((), 0, holder)
+    os.rename(path, path + ".away")
+    try:
+        snap = t.write(kv([(26, "b", 260)]))
+    finally:
+        os.rename(path + ".away", path)
+    assert changelog_rows(t, snap) == [("-U", 26, "a", 26), ("+U", 26, "b", 260)]
+    assert copy_files(copies) == made
+
+
+def test_without_a_directory_no_copy_is_made(catalog, tmp_path, monkeypatch):
+    monkeypatch.setenv(LOOKUP_DIR_ENV, "")
+    t = lookup_table(catalog)
+    t.write(kv([(1, "a", 1), (2, "a", 2)]))
+    snap = t.write(kv([(2, "b", 20)]))
+    assert changelog_rows(t, snap) == [("-U", 2, "a", 2), ("+U", 2, "b", 20)]
+    assert not list(tmp_path.rglob("*.arrow"))
+
+
+def test_a_damaged_copy_is_made_again(catalog, copies):
+    t = lookup_table(catalog)
+    t.write(kv([(k, "a", k) for k in range(100)]))
+    t.write(kv([(5, "b", 50)]))
+    (made,) = copy_files(copies)
+    size = made.stat().st_size
+    with open(made, "r+b") as f:
+        f.truncate(size // 2)
+    snap = t.write(kv([(6, "c", 60)]))
+    assert changelog_rows(t, snap) == [("-U", 6, "a", 6), ("+U", 6, "c", 60)]
+    assert made.stat().st_size == size
+
+
+def test_copies_follow_renamed_columns(catalog, copies):
+    t = lookup_table(catalog)
+    t.write(kv([(k, f"p{k}", k) for k in range(20)]))
+    t.write(kv([(3, "x", 30)]))
+    assert copy_files(copies)
+    t.alter(SchemaChange.rename_column("p", "q"))
+    t = catalog.get_table("db.t")
+    snap = t.write(pa.table({"k": pa.array([4], pa.int64()), "q": ["y"], "v": pa.array([40], pa.int64())}))
+    assert changelog_rows(t, snap) == [("-U", 4, "p4", 4), ("+U", 4, "y", 40)]
+
+
+def test_copies_and_data_files_give_the_same_changelog(warehouse, tmp_path, monkeypatch):
+    """The same random writes on two tables, one looking up in copies and one in the data files."""
+    from airflow_paimon.format import Catalog
+    rng = random.Random(7)
+    writes = []
+    for _ in range(8):
+        keys = rng.sample(range(400), 60)
+        writes.append(kv([(k, rng.choice(["a", "b", None]), rng.randrange(5)) for k in keys]))
+    results = {}
+    for mode in ("copies", "files"):
+        monkeypatch.setenv(LOOKUP_DIR_ENV, str(tmp_path / "lookup-files") if mode == "copies" else "")
+        catalog = Catalog(f"{warehouse}/{mode}")
+        catalog.create_database("db")
+        t = catalog.create_table("db.t", KV, primary_keys=["k"],
+                                 options={"changelog-producer": "lookup", "bucket": "3"})
+        results[mode] = [sorted(changelog_rows(t, t.write(w)), key=repr) for w in writes]
+    assert results["copies"] == results["files"]
+    assert any(len(rows) > 60 for rows in results["copies"])   # updates gave -U/+U pairs
+    assert len(copy_files(tmp_path / "lookup-files")) > 3
+
+
+def test_copies_unused_for_longer_than_the_retention_are_dropped(catalog, copies):
+    t = lookup_table(catalog, **{"lookup.cache-file-retention": "1 h"})
+    t.write(kv([(k, "a", k) for k in range(10)]))
+    t.write(kv([(1, "b", 10)]))
+    (old,) = copy_files(copies)
+    hour_ago = time.time() - 3601
+    os.utime(old, (hour_ago, hour_ago))
+    t.write(kv([(k, "a", k) for k in range(100, 110)]))
+    t.write(kv([(101, "b", 1010)]))   # makes a copy of the new file, then drops the stale one
+    remaining = copy_files(copies)
+    assert old not in remaining and len(remaining) == 1
+
+
+def test_copies_beyond_the_disk_size_go_least_recently_used_first(catalog, copies):
+    t = lookup_table(catalog)
+    t.write(kv([(k, "a", k) for k in range(10)]))
+    t.write(kv([(1, "b", 10)]))
+    (first,) = copy_files(copies)
+    earlier = time.time() - 60
+    os.utime(first, (earlier, earlier))
+    t = lookup_table(catalog, "db.u", **{"lookup.cache-max-disk-size": f"{first.stat().st_size + 10} b"})
+    t.write(kv([(k, "a", k) for k in range(10)]))
+    t.write(kv([(1, "b", 10)]))
+    assert first in copy_files(copies)   # another table's copies: its own directory, its own bound
+    made = [p for p in copy_files(copies) if p.parent != first.parent]
+    assert len(made) == 1
+    t.write(kv([(k, "a", k) for k in range(100, 110)]))
+    snap = t.write(kv([(1, "c", 11), (101, "b", 1010)]))
+    assert sorted(changelog_rows(t, snap)) == sorted([("-U", 1, "b", 10), ("+U", 1, "c", 11),
+                                                      ("-U", 101, "a", 101), ("+U", 101, "b", 1010)])
+    assert len([p for p in copy_files(copies) if p.parent != first.parent]) == 1
+
+
+@pytest.mark.parametrize("option, value", [("lookup.cache-file-retention", "soon"),
+                                           ("lookup.cache-max-disk-size", "lots")])
+def test_a_bad_lookup_option_is_refused_and_changes_nothing(catalog, option, value):
+    t = lookup_table(catalog)
+    t.write(kv([(1, "a", 1)]))
+    before = tree_digest(t.path)
+    with pytest.raises(InvalidOptionError, match=option):
+        lookup_table(catalog, "db.u", **{option: value})
+    assert tree_digest(t.path) == before
+    assert not catalog.table_exists("db.u")
+
+
+def test_a_diff_answers_from_the_copies_of_the_files_both_ends_share(catalog, copies):
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={"bucket": "2"})
+    t.write(kv([(k, "a", k) for k in range(200)]))
+    t.create_tag("start")
+    t.write(kv([(7, "b", 70), (300, "n", 3)]))
+    t.create_tag("end")
+    got = sorted(t.changes("start", "end", mode="diff").read_all().select(["_change_type", "k", "p", "v"]).to_pylist(),
+                 key=repr)
+    assert got == sorted([{"_change_type": "update_preimage", "k": 7, "p": "a", "v": 7},
+                          {"_change_type": "update_postimage", "k": 7, "p": "b", "v": 70},
+                          {"_change_type": "insert", "k": 300, "p": "n", "v": 3}], key=repr)
+    shared = {f"{e.file.file_name}-{e.file.file_size}.arrow" for e in t.file_entries(t.tags.get("start").snapshot)}
+    made = {p.name for p in copy_files(copies)}
+    assert made and made <= shared
