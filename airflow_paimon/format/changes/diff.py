@@ -30,7 +30,6 @@ from ..scan import ScanPlanner, Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from ..snapshot import Snapshot
 from .bounds import Bound
-from .rows import read_with_kinds
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -54,30 +53,43 @@ def _bucket_counts(entries: list[ManifestEntry]) -> dict[bytes, set[int]]:
     return out
 
 
-def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
-           shared: dict[int, list[tuple[DataFileMeta, pa.Table]]]) -> pa.Table:
-    """The merged rows of the changed keys at one end (one bucket, or every bucket of a rescaled partition):
-    `entries` are the files only this end lists (read whole: every key in them is a changed key), `shared` holds
-    the changed keys' rows of the files both ends list (per bucket, read once for both ends)."""
+def _file_schema(table: "Table") -> pa.Schema:
+    schema = table.schema()
+    return pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
+                     [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+
+
+def _read_columns(table: "Table", names: list[str]) -> list[str]:
+    """What a diff reads of a file: the wanted columns, what merging needs, and the system columns."""
+    schema = table.schema()
+    return list(dict.fromkeys(names + schema.trimmed_primary_keys + list(table.core_options.sequence_fields) +
+                              list(schema.partition_keys))) + [SEQUENCE_NUMBER, VALUE_KIND]
+
+
+def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
+              names: list[str]) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
+    """Per bucket, every row of the files only one end lists (every key in them is a changed key)."""
     by_bucket: dict[int, list[DataFileMeta]] = {}
     for e in entries:
         by_bucket.setdefault(e.bucket, []).append(e.file)
-    for bucket in shared:
-        by_bucket.setdefault(bucket, [])
     values = table.partition_codec.from_bytes(partition)
-    schema = table.schema()
-    keys = schema.trimmed_primary_keys
+    columns, file_schema = _read_columns(table, names), _file_schema(table)
+    return {bucket: list(zip(files, read_files(table, Split(values, partition, bucket, files), columns,
+                                               file_schema)))
+            for bucket, files in by_bucket.items()}
+
+
+def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileMeta, pa.Table]]],
+           names: list[str], shared: dict[int, list[tuple[DataFileMeta, pa.Table]]]) -> pa.Table:
+    """The merged rows of the changed keys at one end (one bucket, or every bucket of a rescaled partition):
+    `own` holds the rows of the files only this end lists, `shared` the changed keys' rows of the files both
+    ends list (per bucket, read once for both ends)."""
+    values = table.partition_codec.from_bytes(partition)
+    keys = table.schema().trimmed_primary_keys
     options = table.core_options
-    file_schema = pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
-                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-    columns = list(dict.fromkeys(names + keys + list(options.sequence_fields) + list(schema.partition_keys)))
-    system = [SEQUENCE_NUMBER, VALUE_KIND]
     out = []
-    for bucket in sorted(by_bucket):
-        own = by_bucket[bucket]
-        split = Split(values, partition, bucket, own)
-        read = dict(zip([id(f) for f in own], read_files(table, split, columns + system, file_schema)))
-        parts = [(f, read[id(f)]) for f in own] + shared.get(bucket, [])
+    for bucket in sorted(set(own) | set(shared)):
+        parts = own.get(bucket, []) + shared.get(bucket, [])
         if not parts:
             continue
         parts.sort(key=lambda p: (-p[0].level, p[0].max_sequence_number, p[0].min_sequence_number))
@@ -85,6 +97,7 @@ def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
         merged = merge_on_read([rows for _, rows in parts], keys, list(options.sequence_fields), ordered, True,
                                seq_descending=options.sequence_descending, ignore_delete=options.ignore_delete)
+        split = Split(values, partition, bucket, files)
         out.append(fill_partition(table, split, merged).select(names))
     if not out:
         logical = table.arrow_schema()
@@ -95,12 +108,7 @@ def _state(table: "Table", partition: bytes, entries: list[ManifestEntry], names
 def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
                  changed: pa.Table) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
     """Per bucket, the rows of the changed keys in the files both ends list (each file read once)."""
-    schema = table.schema()
-    options = table.core_options
-    file_schema = pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
-                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-    columns = list(dict.fromkeys(names + schema.trimmed_primary_keys + list(options.sequence_fields) +
-                                 list(schema.partition_keys))) + [SEQUENCE_NUMBER, VALUE_KIND]
+    columns, file_schema = _read_columns(table, names), _file_schema(table)
     values = table.partition_codec.from_bytes(partition)
     out: dict[int, list[tuple[DataFileMeta, pa.Table]]] = {}
     for e in entries:
@@ -189,17 +197,18 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
         names_before = {e.file.file_name for e in files_before}
         names_after = {e.file.file_name for e in files_after}
         partition = group[0]
-        only = [e for e in files_before if e.file.file_name not in names_after] + \
-            [e for e in files_after if e.file.file_name not in names_before]
-        changed = _changed_keys(table, only, trimmed)
+        own_before = _own_rows(table, partition, [e for e in files_before if e.file.file_name not in names_after],
+                               names)
+        own_after = _own_rows(table, partition, [e for e in files_after if e.file.file_name not in names_before],
+                              names)
+        changed = _changed_keys([rows for own in (own_before, own_after) for part in own.values() for _, rows in part],
+                                trimmed)
         if changed.num_rows == 0:
             return None
         shared = _shared_rows(table, partition, [e for e in files_before if e.file.file_name in names_after],
                               names, changed)
-        old = _state(table, partition, [e for e in files_before if e.file.file_name not in names_after], names,
-                     shared)
-        new = _state(table, partition, [e for e in files_after if e.file.file_name not in names_before], names,
-                     shared)
+        old = _state(table, partition, own_before, names, shared)
+        new = _state(table, partition, own_after, names, shared)
         rows, kinds = compare(old, new, keys)
         return (rows, kinds) if rows.num_rows else None
 
@@ -250,9 +259,8 @@ def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: li
             yield rows, kinds
 
 
-def _changed_keys(table: "Table", entries: list[ManifestEntry], keys: list[str]) -> pa.Table:
-    """The distinct keys of the files only one end lists: only they can have changed."""
-    parts = [read_with_kinds(table, e.partition, e.bucket, e.file, keys)[0].select(keys) for e in entries]
+def _changed_keys(parts: list[pa.Table], keys: list[str]) -> pa.Table:
+    """The distinct keys of the files only one end lists (`parts`, their rows): only they can have changed."""
     if not parts:
-        return pa.schema([table.arrow_schema().field(k) for k in keys]).empty_table()
-    return pa.concat_tables(parts).group_by(keys).aggregate([])
+        return pa.table({})
+    return pa.concat_tables([p.select(keys) for p in parts]).group_by(keys).aggregate([])
