@@ -37,8 +37,9 @@ def test_format_io_runs():
 def test_changes_runs():
     out = run("changes.py", "--rows", "1000", "--repeat", "1")
     lines = ratio_lines(out)
-    assert len(lines) == 7, out
+    assert len(lines) == 9, out
     assert sum("target" in line for line in lines) == 4, out
+    assert sum("once per file" in line for line in lines) == 2, out
     assert re.search(r"feed of 1,000 inserts batch by batch: range .* MiB", out), out
 
 
