@@ -65,7 +65,9 @@ def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]
             if len(stored) < 2 or bool((stored[1:] > stored[:-1]).all()):
                 sought = values.to_numpy()
                 at = np.minimum(np.searchsorted(stored, sought), len(stored) - 1)
-                return np.unique(at[stored[at] == sought])
+                found = at[stored[at] == sought]
+                # distinct wanted keys in ascending order (as read_rows_of_keys passes them) find ascending rows
+                return found if len(found) < 2 or bool((found[1:] > found[:-1]).all()) else np.unique(found)
         mask = pc.is_in(column, value_set=values.combine_chunks())
         return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
     numbered = file_keys.append_column(_ROW, pa.array(np.arange(file_keys.num_rows, dtype=np.int64)))
@@ -81,6 +83,8 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
     first use, lookup_files.py); the data file itself otherwise."""
     keys = table.schema().trimmed_primary_keys
     current = table.schema()
+    if len(keys) == 1:
+        wanted = wanted.sort_by(keys[0])   # once for every file: each file's search then needs no sort
     first = wanted.column(keys[0]).combine_chunks()
     rest = [c for c in columns if c not in keys]
     lookup_files = LookupFiles(table)

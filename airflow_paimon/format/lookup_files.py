@@ -68,10 +68,12 @@ class LookupFiles:
             return None
         copy = self.directory / f"{meta.file_name}-{meta.file_size}{_SUFFIX}"
         try:
-            data = pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
-            if data.num_rows == meta.row_count:
-                os.utime(copy)
-                return data
+            # A copy unused for longer than the retention has expired, as in Paimon: it is made again.
+            if timedelta(seconds=time.time() - copy.stat().st_mtime) <= self.retention:
+                data = pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
+                if data.num_rows == meta.row_count:
+                    os.utime(copy)
+                    return data
         except (OSError, pa.ArrowInvalid):
             pass
         return self._build(table, path, copy)

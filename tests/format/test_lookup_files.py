@@ -177,3 +177,18 @@ def test_a_diff_answers_from_the_copies_of_the_files_both_ends_share(catalog, co
     shared = {f"{e.file.file_name}-{e.file.file_size}.arrow" for e in t.file_entries(t.tags.get("start").snapshot)}
     made = {p.name for p in copy_files(copies)}
     assert made and made <= shared
+
+
+def test_a_copy_unused_for_longer_than_the_retention_is_made_again_before_use(catalog, copies):
+    t = lookup_table(catalog, **{"lookup.cache-file-retention": "1 h"})
+    t.write(kv([(k, "a", k) for k in range(10)]))
+    t.write(kv([(1, "b", 10)]))
+    (copy,) = copy_files(copies)
+    first = copy.stat().st_ino
+    t.write(kv([(2, "b", 20)]))
+    assert copy.stat().st_ino == first           # within the retention: used as it is
+    hour_ago = time.time() - 3601
+    os.utime(copy, (hour_ago, hour_ago))
+    snap = t.write(kv([(3, "b", 30)]))
+    assert changelog_rows(t, snap) == [("-U", 3, "a", 3), ("+U", 3, "b", 30)]
+    assert copy.stat().st_ino != first           # expired: made again from the data file
