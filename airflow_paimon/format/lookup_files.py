@@ -94,7 +94,7 @@ class LookupFiles:
             _log.warning("no lookup file for %s (%s): reading the data file instead", path, e)
             return None
         self.built += 1
-        return pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
+        return data   # the rows just read: this lookup needs no mapping of the copy it made
 
     def prune(self) -> None:
         """Drop the copies unused for longer than the retention, then the least recently used ones while the
