@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from airflow_paimon.format import Catalog  # noqa: E402
+from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV  # noqa: E402
 from airflow_paimon.spark.common import application_path, parse_result  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -394,14 +395,21 @@ def main() -> None:
                         help="only the merges into a lookup target against a none target")
     parser.add_argument("--skip-spark", action="store_true", help="only the in-process engine and delta-rs")
     args = parser.parse_args()
-    if args.changelog:
-        found = [changelog_run(int(s), args.repeat) for s in args.sizes.split(",")]
-        changelog_report(found)
-        print(json.dumps(found))
-        return
-    results = [run(int(s), args.keep, args.repeat, args.skip_spark) for s in args.sizes.split(",")]
-    report(results)
-    print(json.dumps([{k: (v[:2] if isinstance(v, tuple) else v) for k, v in r.items()} for r in results]))
+    # The lookup files that merges into a lookup target make (format/lookup_files.py), in this run's own folder,
+    # inherited by the Spark processes and removed at the end: they grow with the history.
+    lookup_files = tempfile.mkdtemp(prefix="bench-merge-lookup-files-")
+    os.environ.setdefault(LOOKUP_DIR_ENV, lookup_files)
+    try:
+        if args.changelog:
+            found = [changelog_run(int(s), args.repeat) for s in args.sizes.split(",")]
+            changelog_report(found)
+            print(json.dumps(found))
+            return
+        results = [run(int(s), args.keep, args.repeat, args.skip_spark) for s in args.sizes.split(",")]
+        report(results)
+        print(json.dumps([{k: (v[:2] if isinstance(v, tuple) else v) for k, v in r.items()} for r in results]))
+    finally:
+        shutil.rmtree(lookup_files, ignore_errors=True)
 
 
 if __name__ == "__main__":
