@@ -102,7 +102,11 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
     upper, level0 = lookup.versions(partition, bucket, rows)
     before = newest(table, upper.cast(schema))
     before = before.filter(pa.array(is_add(before.column(VALUE_KIND)))) if before.num_rows else before
-    after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
+    if level0.num_rows == 0 and not table.core_options.sequence_fields:
+        # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
+        after = rows
+    else:
+        after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
     return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT)
 
 
