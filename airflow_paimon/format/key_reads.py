@@ -94,7 +94,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
             continue
         path = table.data_file_path(split.partition, split.bucket, meta)
         written = table.schema_by_id(meta.schema_id)
-        stored = lookup_files.open(table, path, meta)
+        stored = lookup_files.open(path, meta)
         key_columns = file_columns(current, written, keys)
         if stored is None:
             file_keys = read_data_file(table.io, path, key_columns, schema)

@@ -54,6 +54,7 @@ class LookupFiles:
     """The lookup files of one table on this worker."""
 
     def __init__(self, table: "Table"):
+        self.io = table.io
         self.retention = table.core_options.lookup_file_retention
         self.max_bytes = table.core_options.lookup_max_disk_size
         root = _root()
@@ -61,7 +62,7 @@ class LookupFiles:
         self.directory = None if root is None else root / digest
         self.built = 0
 
-    def open(self, table: "Table", path: str, meta: DataFileMeta) -> pa.Table | None:
+    def open(self, path: str, meta: DataFileMeta) -> pa.Table | None:
         """Every column of the data file at `path` as stored, memory-mapped from its lookup file (made now when
         there is none); None when there is no usable copy, and the caller reads the data file."""
         if self.directory is None:
@@ -76,11 +77,11 @@ class LookupFiles:
                     return data
         except (OSError, pa.ArrowInvalid):
             pass
-        return self._build(table, path, copy)
+        return self._build(path, copy)
 
-    def _build(self, table: "Table", path: str, copy: Path) -> pa.Table | None:
+    def _build(self, path: str, copy: Path) -> pa.Table | None:
         try:
-            with table.io.fs.open_input_file(table.io.fs_path(path)) as f:
+            with self.io.fs.open_input_file(self.io.fs_path(path)) as f:
                 data = pq.ParquetFile(f, pre_buffer=True).read().combine_chunks()
             copy.parent.mkdir(parents=True, exist_ok=True)
             partial = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}")

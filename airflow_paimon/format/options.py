@@ -155,7 +155,7 @@ class TableOptions:
             snapshot_time_retained=expiry.time_retained,
             snapshot_expire_limit=expiry.max_deletes,
             # Paimon: 128 MB for primary-key tables, 256 MB for append tables unless set.
-            target_file_size=parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
+            target_file_size=_parse_memory(options.get("target-file-size", "128 mb" if has_primary_key else "256 mb"),
                                            "target-file-size"),
             dynamic_bucket_target_row_num=count(options.get("dynamic-bucket.target-row-num"),
                                                 "dynamic-bucket.target-row-num", default=2_000_000),
@@ -168,7 +168,7 @@ class TableOptions:
             deletion_vectors_merge_on_read=dv_merge_on_read,
             lookup_file_retention=duration(options.get("lookup.cache-file-retention", "1 h"),
                                            "lookup.cache-file-retention"),
-            lookup_max_disk_size=(parse_memory(options["lookup.cache-max-disk-size"], "lookup.cache-max-disk-size")
+            lookup_max_disk_size=(_parse_memory(options["lookup.cache-max-disk-size"], "lookup.cache-max-disk-size")
                                   if "lookup.cache-max-disk-size" in options else None),
         )
 
@@ -223,8 +223,7 @@ _MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 
                  "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
-def parse_memory(text: str, option: str) -> int:
-    """A Paimon memory size such as ``'128 mb'``, in bytes."""
+def _parse_memory(text: str, option: str) -> int:
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _MEMORY_UNITS:
         raise InvalidOptionError(f"{option}: {text!r} is not a memory size (examples: '128 mb', '1 gb')")

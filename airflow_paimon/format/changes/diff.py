@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from ..changelog.lookup import file_schema
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..kernels import null_safe_equal
 from ..key_reads import read_rows_of_keys
@@ -53,12 +54,6 @@ def _bucket_counts(entries: list[ManifestEntry]) -> dict[bytes, set[int]]:
     return out
 
 
-def _file_schema(table: "Table") -> pa.Schema:
-    schema = table.schema()
-    return pa.schema([f.with_nullable(True) for f in schema.logical_arrow_schema()] +
-                     [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-
-
 def _read_columns(table: "Table", names: list[str]) -> list[str]:
     """What a diff reads of a file: the wanted columns, what merging needs, and the system columns."""
     schema = table.schema()
@@ -73,9 +68,9 @@ def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
     for e in entries:
         by_bucket.setdefault(e.bucket, []).append(e.file)
     values = table.partition_codec.from_bytes(partition)
-    columns, file_schema = _read_columns(table, names), _file_schema(table)
+    columns, schema = _read_columns(table, names), file_schema(table)
     return {bucket: list(zip(files, read_files(table, Split(values, partition, bucket, files), columns,
-                                               file_schema)))
+                                               schema)))
             for bucket, files in by_bucket.items()}
 
 
@@ -108,12 +103,12 @@ def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileM
 def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
                  changed: pa.Table) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
     """Per bucket, the rows of the changed keys in the files both ends list (each file read once)."""
-    columns, file_schema = _read_columns(table, names), _file_schema(table)
+    columns, schema = _read_columns(table, names), file_schema(table)
     values = table.partition_codec.from_bytes(partition)
     out: dict[int, list[tuple[DataFileMeta, pa.Table]]] = {}
     for e in entries:
         split = Split(values, partition, e.bucket, [e.file])
-        for rows in read_rows_of_keys(table, split, columns, file_schema, changed):
+        for rows in read_rows_of_keys(table, split, columns, schema, changed):
             out.setdefault(e.bucket, []).append((e.file, rows))
     return out
 
