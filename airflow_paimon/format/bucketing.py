@@ -15,6 +15,8 @@ give rows of one length, so that case is a single matrix.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -55,11 +57,26 @@ def hash_codes(keys: pa.Table | pa.RecordBatch) -> np.ndarray:
         if not batches:
             return np.empty(keys.num_rows, dtype=np.int32)
         if len(batches) == 1:
-            return _hash_batch(batches[0])
-        return np.concatenate([_hash_batch(b) for b in batches])
+            return _hash_parallel(batches[0])
+        return np.concatenate([_hash_parallel(b) for b in batches])
     if isinstance(keys, pa.RecordBatch):
-        return _hash_batch(keys)
+        return _hash_parallel(keys)
     raise TypeError(f"expected a pyarrow Table or RecordBatch, got {type(keys).__name__}")
+
+
+PARALLEL_HASH_ROWS = 262_144
+
+
+def _hash_parallel(batch: pa.RecordBatch) -> np.ndarray:
+    """Large batches hashed in slices, one per core: numpy's rounds release the GIL, so slices hash at once."""
+    workers = min(os.cpu_count() or 1, batch.num_rows // PARALLEL_HASH_ROWS)
+    if workers <= 1:
+        return _hash_batch(batch)
+    step = -(-batch.num_rows // workers)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        parts = list(pool.map(lambda start: _hash_batch(batch.slice(start, step)),
+                              range(0, batch.num_rows, step)))
+    return np.concatenate(parts)
 
 
 def bucket_ids(keys: pa.Table | pa.RecordBatch, num_buckets: int) -> np.ndarray:

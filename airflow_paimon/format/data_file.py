@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -113,18 +114,44 @@ def kv_file_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema(fields)
 
 
+# Arrow's default dictionary page limit: a column whose distinct values outgrow it falls back to plain encoding,
+# after paying for the dictionary it throws away.
+DICTIONARY_PAGE_LIMIT = 1024 * 1024
+DICTIONARY_SAMPLE = 4096
+
+
+def _nearly_unique(col: pa.ChunkedArray) -> bool:
+    """Whether a column's values are so nearly all distinct that a dictionary could not hold them: an evenly
+    spaced sample at least 90% distinct, in a column whose distinct values would outgrow the dictionary page.
+
+    A column of a few thousand values repeated over many rows samples well under 90% distinct and keeps its
+    dictionary; only columns the writer would fall back on anyway lose the attempt."""
+    n = len(col)
+    if n <= DICTIONARY_SAMPLE or pa.types.is_nested(col.type) or pa.types.is_boolean(col.type):
+        return False
+    sample = col.take(np.linspace(0, n - 1, DICTIONARY_SAMPLE, dtype=np.int64))
+    present = len(sample) - sample.null_count
+    if present == 0:
+        return False
+    distinct = pc.count_distinct(sample).as_py()
+    if distinct < 0.9 * present:
+        return False
+    width = col.type.byte_width if pa.types.is_primitive(col.type) else max(1, col.nbytes // n)
+    return n * (distinct / present) * width > DICTIONARY_PAGE_LIMIT
+
+
 def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
                   unique_columns: Sequence[str] = ()) -> int:
     """Write one Parquet file; returns its size in bytes.
 
     Columns known to hold unique values (keys, sequence numbers) skip the dictionary attempt, which always fails
-    for them and costs time, and integer ones are delta-encoded: sorted keys and consecutive sequence numbers
-    shrink to almost nothing.
+    for them and costs a third of the encoding, and integer ones are delta-encoded: sorted keys and consecutive
+    sequence numbers shrink to almost nothing. Other columns that a sample shows nearly unique skip it too.
     """
     p = io.fs_path(path)
     io.make_parent(path)
     unique = set(unique_columns)
-    dictionary: bool | list[str] = [n for n in table.column_names if n not in unique] if unique else True
+    dictionary = [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n))]
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
     # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.format import bucketing
 from airflow_paimon.format.binary_row import (
     EMPTY_ROW,
     deserialize_row,
@@ -382,6 +383,20 @@ def test_hash_codes_match_reference_mixed_tables(seed):
     buckets = bucket_ids(table, 7)
     assert buckets.dtype == np.int32
     assert buckets.tolist() == [java_bucket(h, 7) for h in expected]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_large_batches_hash_in_slices_as_one(seed, monkeypatch):
+    """Batches past PARALLEL_HASH_ROWS are hashed in slices on several threads; every slice boundary (inside a
+    run of long strings, on a null) must give the hashes the whole batch gives."""
+    rng = np.random.default_rng(seed)
+    types = [pa.int64(), pa.string(), pa.decimal128(30, 4), pa.timestamp("us")]
+    table = pa.table({f"c{i}": _random_column(rng, t, 1001, null_rate=0.1) for i, t in enumerate(types)})
+    expected = _reference_hashes(table)
+    monkeypatch.setattr(bucketing, "PARALLEL_HASH_ROWS", 97)
+    monkeypatch.setattr(bucketing.os, "cpu_count", lambda: 4)
+    assert hash_codes(table).tolist() == expected
+    assert hash_codes(table.combine_chunks().to_batches()[0].slice(3, 700)).tolist() == expected[3:703]
 
 
 def test_hash_codes_many_columns_and_dictionary():

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -73,3 +74,28 @@ def test_partition_directories_escape_and_default_name(catalog):
     dirs = sorted(p.name for p in (Path(catalog.warehouse) / "db.db" / "esc").iterdir() if p.name.startswith("p="))
     assert dirs == ["p=__DEFAULT_PARTITION__", "p=a%2Fb", "p=c%3Dd"]
     assert sorted(map(str, t.read().column("p").to_pylist())) == ["None", "a/b", "c=d"]
+
+
+def test_dictionaries_only_where_values_repeat(catalog):
+    """Nearly unique columns (a sample of them at least 90% distinct, too many to fit a dictionary page) are
+    written plain; columns of repeated values keep their dictionary, also with a few thousand distinct values."""
+    n = 300_000
+    ids = np.arange(n, dtype=np.int64)
+    data = pa.table({
+        "id": ids,
+        "label": pa.array([f"customer-{i}" for i in ids]),   # unique strings
+        "score": ids * 0.5,                                     # unique doubles
+        "city": pa.array(["Amsterdam", "Berlin", None][i % 3] for i in range(n)),
+        "sku": pa.array([f"sku-{i % 3000}" for i in range(n)]),  # 3000 values, each repeated
+    })
+    t = catalog.create_table("db.dicts", data.schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write(data)
+    files = list((Path(catalog.warehouse) / "db.db" / "dicts" / "bucket-0").glob("data-*.parquet"))
+    meta = pq.ParquetFile(files[0]).metadata
+    encodings = {meta.schema.column(i).name: set(meta.row_group(0).column(i).encodings)
+                 for i in range(meta.num_columns)}
+    dictionary = {name for name, used in encodings.items() if used & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}}
+    assert dictionary == {"_VALUE_KIND", "city", "sku"}
+    assert "DELTA_BINARY_PACKED" in encodings["_KEY_id"] and "DELTA_BINARY_PACKED" in encodings["id"]
+    got = t.read().sort_by("id")
+    assert all(got.column(name).to_pylist() == data.column(name).to_pylist() for name in ("label", "city", "sku"))
