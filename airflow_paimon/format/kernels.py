@@ -15,12 +15,22 @@ import pyarrow.compute as pc
 
 from .errors import DuplicateKeyError
 
-__all__ = ["CHANGE_COLUMN", "null_safe_equal", "semi_join", "equal_runs", "last_of_each_key", "key_text",
-           "check_unique_keys", "diff_rows"]
+__all__ = ["CHANGE_COLUMN", "ascending_integers", "null_safe_equal", "semi_join", "equal_runs", "last_of_each_key",
+           "key_text", "check_unique_keys", "diff_rows"]
 
 CHANGE_COLUMN = "_change"   # the kind column of change rows: +I, +U, -D
 
 Column = pa.ChunkedArray | pa.Array
+
+
+def ascending_integers(col: Column) -> np.ndarray | None:
+    """The values of an integer or temporal column as numpy when it has no nulls and they strictly increase (a
+    data file's only key column, or keys out of one: each key once, in order), else None. Such keys merge,
+    search and deduplicate with numpy alone, where any other key needs Arrow's sorts and joins."""
+    if not (pa.types.is_integer(col.type) or pa.types.is_temporal(col.type)) or col.null_count:
+        return None
+    values = np.asarray(col.to_numpy())
+    return values if len(values) < 2 or bool((values[1:] > values[:-1]).all()) else None
 
 
 def null_safe_equal(a: Column, b: Column) -> np.ndarray:

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
 from .evolution import evolved, file_columns, read_data_file
-from .lookup_files import LookupFiles
+from .kernels import ascending_integers
+from .lookup_files import LookupFiles, keys_ascending
 from .manifest import DataFileMeta
 from .scan import Split
 
@@ -51,18 +52,20 @@ def may_hold_keys(table: "Table", meta: DataFileMeta, first_keys: pa.Array) -> b
         return True
 
 
-def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s."""
+def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str],
+                      ascending: bool = False) -> np.ndarray:
+    """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s (`ascending`: the file's key
+    column is known to increase strictly, as a lookup file records when it is made)."""
     if len(keys) == 1:
         column = file_keys.column(keys[0])
         values = wanted.column(keys[0]).cast(column.type)
         if (pa.types.is_integer(column.type) or pa.types.is_temporal(column.type)) and column.null_count == 0 \
                 and values.null_count == 0:
             # A data file holds its keys sorted and once each: a binary search per wanted key.
-            stored = column.to_numpy()
-            if len(stored) == 0:
-                return np.zeros(0, dtype=np.int64)
-            if len(stored) < 2 or bool((stored[1:] > stored[:-1]).all()):
+            stored = np.asarray(column.to_numpy()) if ascending else ascending_integers(column)
+            if stored is not None:
+                if len(stored) == 0:
+                    return np.zeros(0, dtype=np.int64)
                 sought = values.to_numpy()
                 at = np.minimum(np.searchsorted(stored, sought), len(stored) - 1)
                 found = at[stored[at] == sought]
@@ -83,7 +86,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
     first use, lookup_files.py); the data file itself otherwise."""
     keys = table.schema().trimmed_primary_keys
     current = table.schema()
-    if len(keys) == 1:
+    if len(keys) == 1 and ascending_integers(wanted.column(keys[0])) is None:
         wanted = wanted.sort_by(keys[0])   # once for every file: each file's search then needs no sort
     first = wanted.column(keys[0]).combine_chunks()
     rest = [c for c in columns if c not in keys]
@@ -100,7 +103,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
             file_keys = read_data_file(table.io, path, key_columns, schema)
         else:
             file_keys = evolved(stored, key_columns, schema, path)
-        rows = positions_of_keys(file_keys, wanted, keys)
+        rows = positions_of_keys(file_keys, wanted, keys, stored is not None and keys_ascending(stored))
         if len(rows) == 0:
             continue
         take = pa.array(rows)

@@ -31,16 +31,32 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .kernels import ascending_integers
 from .manifest import DataFileMeta
+from .schema import KEY_FIELD_PREFIX
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["LOOKUP_DIR_ENV", "LookupFiles"]
+__all__ = ["LOOKUP_DIR_ENV", "LookupFiles", "keys_ascending"]
 
 LOOKUP_DIR_ENV = "AIRFLOW_PAIMON_LOOKUP_DIR"
 _SUFFIX = ".arrow"
+_KEYS_ASCENDING = b"airflow-paimon.keys-ascending"
 _log = logging.getLogger(__name__)
+
+
+def keys_ascending(copy: pa.Table) -> bool:
+    """Whether a copy's only key column was found strictly increasing when the copy was made: searches in it
+    then need not check the order again (a scan of the whole column on every lookup)."""
+    return (copy.schema.metadata or {}).get(_KEYS_ASCENDING) == b"true"
+
+
+def _mark_key_order(data: pa.Table) -> pa.Table:
+    keys = [n for n in data.column_names if n.startswith(KEY_FIELD_PREFIX)]
+    if len(keys) == 1 and ascending_integers(data.column(keys[0])) is not None:
+        return data.replace_schema_metadata({**(data.schema.metadata or {}), _KEYS_ASCENDING: b"true"})
+    return data
 
 
 def _root() -> Path | None:
@@ -82,7 +98,7 @@ class LookupFiles:
     def _build(self, path: str, copy: Path) -> pa.Table | None:
         try:
             with self.io.fs.open_input_file(self.io.fs_path(path)) as f:
-                data = pq.ParquetFile(f, pre_buffer=True).read().combine_chunks()
+                data = _mark_key_order(pq.ParquetFile(f, pre_buffer=True).read().combine_chunks())
             copy.parent.mkdir(parents=True, exist_ok=True)
             partial = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}")
             try:

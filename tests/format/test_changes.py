@@ -350,7 +350,7 @@ def test_delta_across_a_bucket_count_change_is_refused(catalog):
 
 def test_diff_skips_shared_files_whose_keys_did_not_change(catalog):
     """Inside a changed bucket, a file both ends share whose key range holds no changed key is not read."""
-    t = make(catalog, bucket="1", **{"target-file-size": "4 kb"})
+    t = make(catalog, bucket="1", **{"target-file-size": "1 kb"})
     t.write(rows(range(2000)))
     assert t.maintenance.compact() is not None
     t.create_tag("compacted")

@@ -99,3 +99,11 @@ def test_dictionaries_only_where_values_repeat(catalog):
     assert "DELTA_BINARY_PACKED" in encodings["_KEY_id"] and "DELTA_BINARY_PACKED" in encodings["id"]
     got = t.read().sort_by("id")
     assert all(got.column(name).to_pylist() == data.column(name).to_pylist() for name in ("label", "city", "sku"))
+    # A small file is sampled whole: its unique strings are written plain, its repeated ones keep a dictionary.
+    t.write(data.slice(0, 1000))
+    small = [f for f in (Path(catalog.warehouse) / "db.db" / "dicts" / "bucket-0").glob("data-*.parquet")
+             if f not in files]
+    meta = pq.ParquetFile(small[0]).metadata
+    assert {meta.schema.column(i).name for i in range(meta.num_columns)
+            if set(meta.row_group(0).column(i).encodings) & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}} \
+        == {"_VALUE_KIND", "city"}

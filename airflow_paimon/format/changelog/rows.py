@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, write_kv_file
-from ..kernels import last_of_each_key
+from ..kernels import ascending_integers, last_of_each_key
 from ..manifest import DataFileMeta
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from ..versions import version_sort_indices
@@ -41,6 +41,8 @@ def newest(table: "Table", rows: pa.Table) -> pa.Table:
     if rows.num_rows == 0:
         return rows
     keys = table.schema().trimmed_primary_keys
+    if len(keys) == 1 and ascending_integers(rows.column(keys[0])) is not None:
+        return rows   # one version per key already in key order (rows of one data file): each is the newest
     options = table.core_options
     order = version_sort_indices(rows, keys, options.sequence_fields, options.sequence_descending,
                                  [SEQUENCE_NUMBER])
@@ -60,6 +62,26 @@ def _equal_rows(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.n
     return same
 
 
+def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> pa.Array | np.ndarray:
+    """Positions in [before; after] ordering the rows by key, a key's before row first. Key-ordered integer keys
+    (each side one row per key, as the producers give them) are merged by a binary search; others sorted."""
+    if len(keys) == 1:
+        b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
+        if b is not None and a is not None:
+            at = np.searchsorted(a, b)
+            if len(b) == 0 or (at[-1] < len(a) and bool((a[np.minimum(at, len(a) - 1)] == b).all())):
+                # every before key has its after row: it goes just ahead of it
+                order = np.empty(len(b) + len(a), dtype=np.int64)
+                order[at + np.arange(len(b))] = np.arange(len(b))
+                order[np.arange(len(a)) + np.searchsorted(at, np.arange(len(a)), side="right")] = \
+                    len(b) + np.arange(len(a))
+                return order
+    both = pa.concat_tables([before.select(keys), after.select(keys)])
+    side = pa.array(np.repeat(np.array([0, 1], dtype=np.int8), [before.num_rows, after.num_rows]))
+    return pc.sort_indices(both.append_column(_SIDE, side),
+                           sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
+
+
 def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     """The changelog rows turning `before` into `after`, sorted by key (a key's -U before its +U).
 
@@ -76,8 +98,7 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     ])
     if both.num_rows == 0:
         return after.slice(0, 0)
-    order = pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
-    both = both.take(order)
+    both = both.take(_before_after_order(before, after, keys))
     n = both.num_rows
     side = both.column(_SIDE).to_numpy()
     add = is_add(both.column(VALUE_KIND))

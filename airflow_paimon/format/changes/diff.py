@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ..changelog.lookup import file_schema
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from ..kernels import null_safe_equal
+from ..kernels import ascending_integers, null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
 from ..read import fill_partition, merge_on_read, read_files, read_split
@@ -118,8 +118,18 @@ def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
     return null_safe_equal(a, b)
 
 
-def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
-    """The change rows turning `start` into `end` (both one row per key) and their kinds."""
+def _pairs(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(start rows, end rows) of the keys at both ends, pairwise; then the start rows and the end rows of the
+    keys at one end only, ascending. A key-ordered integer key (the merged state of one bucket) pairs by a binary
+    search; any other by a join."""
+    if len(keys) == 1:
+        s, e = ascending_integers(start.column(keys[0])), ascending_integers(end.column(keys[0]))
+        if s is not None and e is not None:
+            at = np.minimum(np.searchsorted(e, s), max(len(e) - 1, 0))
+            hit = e[at] == s if len(e) else np.zeros(len(s), dtype=bool)
+            unmatched = np.ones(len(e), dtype=bool)
+            unmatched[at[hit]] = False
+            return np.flatnonzero(hit), at[hit], np.flatnonzero(~hit), np.flatnonzero(unmatched)
     left = start.select(keys).append_column(_LEFT, pa.array(np.arange(start.num_rows, dtype=np.int64)))
     right = end.select(keys).append_column(_RIGHT, pa.array(np.arange(end.num_rows, dtype=np.int64)))
     pairs = left.join(right, keys, join_type="full outer")
@@ -127,14 +137,18 @@ def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, 
     ri = pairs.column(_RIGHT).to_numpy(zero_copy_only=False)
     li_ok, ri_ok = ~np.isnan(li), ~np.isnan(ri)
     both = li_ok & ri_ok
-    bl, br = li[both].astype(np.int64), ri[both].astype(np.int64)
+    return (li[both].astype(np.int64), ri[both].astype(np.int64), np.sort(li[li_ok & ~ri_ok].astype(np.int64)),
+            np.sort(ri[ri_ok & ~li_ok].astype(np.int64)))
+
+
+def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
+    """The change rows turning `start` into `end` (both one row per key) and their kinds."""
+    bl, br, gone, new = _pairs(start, end, keys)
     changed = np.zeros(len(bl), dtype=bool)
     for name in start.column_names:
         if name in keys:
             continue
         changed |= ~_same(start.column(name).take(pa.array(bl)), end.column(name).take(pa.array(br)))
-    gone = np.sort(li[li_ok & ~ri_ok].astype(np.int64))
-    new = np.sort(ri[ri_ok & ~li_ok].astype(np.int64))
     bl, br = bl[changed], br[changed]
     order = np.argsort(bl, kind="stable")
     bl, br = bl[order], br[order]
@@ -258,4 +272,10 @@ def _changed_keys(parts: list[pa.Table], keys: list[str]) -> pa.Table:
     """The distinct keys of the files only one end lists (`parts`, their rows): only they can have changed."""
     if not parts:
         return pa.table({})
+    if len(keys) == 1:
+        key_values = [v for v in (ascending_integers(p.column(keys[0])) for p in parts) if v is not None]
+        if len(key_values) == len(parts):
+            # keys of data files: each file's in order, once each; numpy merges them without a hash table
+            distinct = key_values[0] if len(parts) == 1 else np.unique(np.concatenate(key_values))
+            return pa.table({keys[0]: pa.array(distinct, parts[0].schema.field(keys[0]).type)})
     return pa.concat_tables([p.select(keys) for p in parts]).group_by(keys).aggregate([])
