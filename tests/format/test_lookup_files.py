@@ -192,3 +192,20 @@ def test_a_copy_unused_for_longer_than_the_retention_is_made_again_before_use(ca
     snap = t.write(kv([(3, "b", 30)]))
     assert changelog_rows(t, snap) == [("-U", 3, "a", 3), ("+U", 3, "b", 30)]
     assert copy.stat().st_ino != first           # expired: made again from the data file
+
+
+def test_a_copy_records_that_its_keys_ascend_and_unsorted_keys_are_still_found(catalog, copies):
+    """A copy made from a data file notes that its only key column strictly increases, so searches in it skip the
+    order check; keys that do not ascend (a file no writer should make) are found by membership instead."""
+    from airflow_paimon.format.key_reads import positions_of_keys
+    from airflow_paimon.format.lookup_files import keys_ascending
+
+    t = lookup_table(catalog)
+    t.write(kv([(k, "a", k) for k in range(20)]))
+    t.write(kv([(3, "a", 30)]))
+    (made,) = copy_files(copies)
+    assert keys_ascending(pa.ipc.open_file(pa.memory_map(str(made))).read_all())
+    unsorted = pa.table({"k": pa.array([9, 2, 7, 4], pa.int64())})
+    wanted = pa.table({"k": pa.array([4, 7], pa.int64())})
+    assert positions_of_keys(unsorted, wanted, ["k"]).tolist() == [2, 3]
+    assert positions_of_keys(unsorted.sort_by("k"), wanted, ["k"], ascending=True).tolist() == [1, 2]
