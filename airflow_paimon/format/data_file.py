@@ -121,7 +121,14 @@ DICTIONARY_PAGE_LIMIT = 1024 * 1024
 _SAMPLE_SEED = 20260317
 
 
-def _nearly_unique(col: pa.ChunkedArray) -> bool:
+def _sample_rows(n: int) -> np.ndarray | None:
+    """The rows a file of `n` rows samples in every column (None: a small file is read whole)."""
+    if n <= DICTIONARY_SAMPLE:
+        return None
+    return np.unique(np.random.default_rng(_SAMPLE_SEED).integers(0, n, DICTIONARY_SAMPLE))
+
+
+def _nearly_unique(col: pa.ChunkedArray, sample_rows: np.ndarray | None) -> bool:
     """Whether a column has so many distinct values that a dictionary costs more than it saves: estimated from
     the repeats in a random sample of its rows (all of them in a small file) by the birthday bound, at least 90%
     of the rows distinct (the dictionary would hold nearly every value and add an index per row: measured, a
@@ -131,11 +138,7 @@ def _nearly_unique(col: pa.ChunkedArray) -> bool:
     n = len(col)
     if n == 0 or pa.types.is_nested(col.type) or pa.types.is_boolean(col.type):
         return False
-    if n <= DICTIONARY_SAMPLE:
-        sample = col
-    else:
-        rows = np.random.default_rng(_SAMPLE_SEED).integers(0, n, DICTIONARY_SAMPLE)
-        sample = col.take(np.unique(rows))
+    sample = col if sample_rows is None else col.take(sample_rows)
     present = len(sample) - sample.null_count
     if present == 0:
         return False
@@ -159,7 +162,8 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     p = io.fs_path(path)
     io.make_parent(path)
     unique = set(unique_columns)
-    dictionary = [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n))]
+    rows = _sample_rows(table.num_rows)
+    dictionary = [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n), rows)]
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
     # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary

@@ -62,9 +62,11 @@ def _equal_rows(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.n
     return same
 
 
-def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> pa.Array | np.ndarray:
-    """Positions in [before; after] ordering the rows by key, a key's before row first. Key-ordered integer keys
-    (each side one row per key, as the producers give them) are merged by a binary search; others sorted."""
+def _before_after_order(before: pa.Table, after: pa.Table, both: pa.Table,
+                        keys: Sequence[str]) -> pa.Array | np.ndarray:
+    """Positions in `both` ([before; after], with the side column) ordering the rows by key, a key's before row
+    first. Key-ordered integer keys (each side one row per key, as the producers give them) are merged by a
+    binary search; others sorted."""
     if len(keys) == 1:
         b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
         if b is not None and a is not None:
@@ -76,10 +78,7 @@ def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) 
                 order[np.arange(len(a)) + np.searchsorted(at, np.arange(len(a)), side="right")] = \
                     len(b) + np.arange(len(a))
                 return order
-    both = pa.concat_tables([before.select(keys), after.select(keys)])
-    side = pa.array(np.repeat(np.array([0, 1], dtype=np.int8), [before.num_rows, after.num_rows]))
-    return pc.sort_indices(both.append_column(_SIDE, side),
-                           sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
+    return pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
 
 
 def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
@@ -98,7 +97,7 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     ])
     if both.num_rows == 0:
         return after.slice(0, 0)
-    both = both.take(_before_after_order(before, after, keys))
+    both = both.take(_before_after_order(before, after, both, keys))
     n = both.num_rows
     side = both.column(_SIDE).to_numpy()
     add = is_add(both.column(VALUE_KIND))
