@@ -60,4 +60,4 @@ test-fast: $(STAMP)
 		$(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-interop demo .tools
+	rm -rf $(VENV) .venv-interop* demo .tools
