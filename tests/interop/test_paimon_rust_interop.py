@@ -4,7 +4,8 @@
   changelog of every producer this library writes (`input`, `lookup`, `full-compaction`) and the new files of its
   APPEND snapshots exactly as `Table.changes` reads them, range by range: the same rows with the same kinds.
   Its batch read at every snapshot (a merge of our files by its own code, `sequence.field` included) gives the
-  rows we read there.
+  rows we read there, also on the other kinds of table written here: deletion vectors on a primary-key and on an
+  append table, dynamic buckets, an append table bucketed by a key.
 * We read the tables it writes through DataFusion SQL (`CREATE TABLE`, `INSERT`): every snapshot's rows, and the
   change feed in `delta` and `changelog` mode (its `input` changelog) as its own incremental scan gives them.
 """
@@ -120,6 +121,42 @@ def test_paimon_rust_reads_our_changelog_and_delta_range_by_range(tmp_path, prod
         + [[6, "a", 60], [1, "b", 11], [2, "b", 22], [5, "b", 51]]
     assert [[r["k"], r["p"], r["v"]] for r in table.read().sort_by([("p", "ascending"), ("k", "ascending")])
             .to_pylist()] == expected
+
+
+KV = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
+KINDS_OF_TABLE = {
+    "deletion-vectors": dict(primary_keys=["k", "p"], options={"bucket": "2", "deletion-vectors.enabled": "true"}),
+    "dynamic-bucket": dict(primary_keys=["k", "p"], options={"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
+    "append-deletion-vectors": dict(options={"deletion-vectors.enabled": "true"}),
+    "append-bucket-key": dict(options={"bucket": "2", "bucket-key": "k"}),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS_OF_TABLE))
+def test_paimon_rust_reads_every_snapshot_of_each_kind_of_table(tmp_path, kind):
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", KV, partition_keys=["p"], **KINDS_OF_TABLE[kind])
+
+    def rows(*values: tuple) -> pa.Table:
+        return pa.table(list(zip(*values)), schema=KV)
+
+    table.write(rows((1, "a", 1), (2, "a", 2), (3, "b", 3), (4, "b", 4), (5, "a", 5)))
+    if table.is_primary_key:
+        table.maintenance.compact()
+        table.write(rows((1, "a", 10), (6, "b", 6)))
+        table.delete(pa.table({"k": [2], "p": ["a"]}))
+        table.maintenance.compact()
+        table.write(rows((3, "b", 30)))
+    else:
+        table.write(rows((7, "a", 7), (1, "b", 8)))
+        table.maintenance.compact()     # each bucket's two small files made one
+        if kind == "append-deletion-vectors":
+            table.delete(rows((1, "a", 1)))
+    table = catalog.get_table("db.t")
+    assert len(table.snapshots()) >= 3
+    _compare(warehouse, "db.t", table, list(KV.names), [])
 
 
 def test_we_read_what_paimon_rust_writes_in_sql(tmp_path):
