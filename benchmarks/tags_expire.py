@@ -78,7 +78,7 @@ def build(warehouse: str, name: str, snapshots: int, files_per_commit: int) -> t
 
 
 def _fake(table, bucket, meta0, content: bytes, seq: int):
-    name = new_data_file_name()
+    name = new_data_file_name("data-")
     d = Path(table.bucket_dir((), bucket))
     d.mkdir(parents=True, exist_ok=True)
     (d / name).write_bytes(content)

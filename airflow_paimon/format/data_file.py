@@ -33,8 +33,9 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 STATS_TRUNCATE = 16
 
 
-def new_data_file_name(prefix: str = "data") -> str:
-    return f"{prefix}-{uuid.uuid4()}-0.parquet"
+def new_data_file_name(prefix: str) -> str:
+    """`prefix` (the table's data-file.prefix or changelog-file.prefix, as in Paimon) + a unique name."""
+    return f"{prefix}{uuid.uuid4()}-0.parquet"
 
 
 def _truncate_min(v: Any) -> Any:
@@ -177,10 +178,11 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
-                  kinds: pa.Array, compression: str, level: int = 0,
-                  file_source: int = FILE_SOURCE_APPEND, prefix: str = "data") -> DataFileMeta:
-    """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file; with prefix
-    "changelog", a changelog file (same layout, keys sorted but repeated: a key's changes in order)."""
+                  kinds: pa.Array, compression: str, *, prefix: str, level: int = 0,
+                  file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+    """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
+    `prefix`; with the changelog-file.prefix, a changelog file (same layout, keys sorted but repeated: a key's
+    changes in order)."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
     columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
@@ -219,9 +221,9 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
 
 
 def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, first_sequence: int,
-                      compression: str, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+                      compression: str, *, prefix: str, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
     data = rows.cast(schema.arrow_schema())
-    name = new_data_file_name()
+    name = new_data_file_name(prefix)
     size = write_parquet(io, f"{bucket_dir}/{name}", data, compression)
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]

@@ -116,6 +116,11 @@ def _dictionary_columns(parquet: pq.ParquetFile, names: list[str]) -> list[str]:
 def _read_parquet(io: FileIO, path: str, names: list[str], rows: pa.Array | None = None) -> pa.Table:
     """The named columns of one Parquet file (only `rows`, when given); names the file lacks (a writer that left
     them out) are absent."""
+    if not path.endswith(".parquet"):
+        # Paimon writes a file in the format its name ends with: a table whose file.format was changed keeps
+        # its older files in the old format.
+        raise UnsupportedTableError(f"{path} is written in the {path.rsplit('.', 1)[-1]!r} format: only Parquet "
+                                    "files are read here")
     # One open, no dataset layer (pq.read_table builds a dataset per call); pre-buffered as read_table is, which
     # coalesces the column chunks' reads into few requests on an object store.
     with io.fs.open_input_file(io.fs_path(path)) as f:

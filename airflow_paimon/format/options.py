@@ -51,6 +51,8 @@ class TableOptions:
     merge_engine: str
     file_format: str
     file_compression: str
+    # changelog-file.compression (Paimon: the data files' codec unless set)
+    changelog_file_compression: str
     sequence_fields: tuple[str, ...]
     sequence_descending: bool
     rowkind_field: str | None
@@ -79,6 +81,9 @@ class TableOptions:
     # lookup.cache-file-retention / lookup.cache-max-disk-size (None: unbounded) of the lookup files (lookup_files.py)
     lookup_file_retention: timedelta = timedelta(hours=1)
     lookup_max_disk_size: int | None = None
+    # data-file.prefix / changelog-file.prefix: the start of each new file's name
+    data_file_prefix: str = "data-"
+    changelog_file_prefix: str = "changelog-"
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -104,6 +109,8 @@ class TableOptions:
         data_evolution = _bool(options, "data-evolution.enabled", False)
         file_format = options.get("file.format", "parquet").lower()
         compression = options.get("file.compression", "zstd").lower()
+        changelog_format = options.get("changelog-file.format", file_format).lower()
+        changelog_compression = options.get("changelog-file.compression", compression).lower()
         changelog = options.get("changelog-producer", "none")
         if changelog not in CHANGELOG_PRODUCERS:
             raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r} (one of "
@@ -120,7 +127,8 @@ class TableOptions:
         bucket_key = options.get("bucket-key")
         seq_fields = _field_list(options, "sequence.field")
         kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
-                (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression)
+                (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression,
+                (changelog_format, changelog_compression))
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -136,7 +144,8 @@ class TableOptions:
             bucket_key=tuple(k.strip() for k in bucket_key.split(",")) if bucket_key else None,
             merge_engine=merge_engine,
             file_format=file_format,
-            file_compression="none" if compression == "uncompressed" else compression,
+            file_compression=_codec(compression),
+            changelog_file_compression=_codec(changelog_compression),
             sequence_fields=seq_fields,
             sequence_descending=sort_order == "descending",
             rowkind_field=options.get("rowkind.field") or None,
@@ -170,7 +179,13 @@ class TableOptions:
                                            "lookup.cache-file-retention"),
             lookup_max_disk_size=(_parse_memory(options["lookup.cache-max-disk-size"], "lookup.cache-max-disk-size")
                                   if "lookup.cache-max-disk-size" in options else None),
+            data_file_prefix=options.get("data-file.prefix", "data-"),
+            changelog_file_prefix=options.get("changelog-file.prefix", "changelog-"),
         )
+
+
+def _codec(compression: str) -> str:
+    return "none" if compression == "uncompressed" else compression
 
 
 def _refusal(limits: list[str]) -> str | None:
@@ -179,7 +194,7 @@ def _refusal(limits: list[str]) -> str | None:
 
 def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
             deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
-            compression: str) -> list[str]:
+            compression: str, changelog_files: tuple[str, str]) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -216,6 +231,15 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
     if compression not in COMPRESSIONS:
         out.append(f"its file.compression {compression!r} is not a codec this library writes "
                    f"({', '.join(sorted(COMPRESSIONS))})")
+    if dv_changelog != "none":
+        # The changelog files its producer writes: Parquet only, like the data files.
+        changelog_format, changelog_compression = changelog_files
+        if changelog_format != "parquet":
+            out.append(f"its changelog-file.format is {changelog_format!r} (only 'parquet' changelog files are "
+                       "written here)")
+        if changelog_compression not in COMPRESSIONS:
+            out.append(f"its changelog-file.compression {changelog_compression!r} is not a codec this library "
+                       f"writes ({', '.join(sorted(COMPRESSIONS))})")
     return out
 
 

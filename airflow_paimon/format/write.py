@@ -287,10 +287,11 @@ class TableWrite:
             if isinstance(kinds, pa.ChunkedArray):
                 kinds = kinds.combine_chunks()
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
-                                 compression, level=level, file_source=file_source)
+                                 compression, prefix=table.core_options.data_file_prefix, level=level,
+                                 file_source=file_source)
         else:
             meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
-                                     file_source=file_source)
+                                     prefix=table.core_options.data_file_prefix, file_source=file_source)
         return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])
 
     def delete_rows(self, keys: pa.Table, base_snapshot: Snapshot | None = None) -> list[CommitMessage]:

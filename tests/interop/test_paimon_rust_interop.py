@@ -16,6 +16,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.format import Catalog
+from airflow_paimon.format.changes import ChangeModeError
+from airflow_paimon.format.errors import UnsupportedTableError
+from tests.format.upkeep_helpers import tree_digest
 
 from .pypaimon_env import run_paimon_rust
 
@@ -189,3 +192,52 @@ def test_we_read_what_paimon_rust_writes_in_sql(tmp_path):
     log = catalog.get_table("db.log")
     _compare(warehouse, "db.log", log, columns, ["delta"])
     assert log.read().num_rows == 4
+
+
+def test_paimon_rust_reads_changelog_files_named_and_compressed_by_the_table_options(tmp_path):
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={
+        "bucket": "2", "changelog-producer": "lookup", "data-file.prefix": "d-", "changelog-file.prefix": "cl-",
+        "changelog-file.compression": "snappy"})
+    table.write(_rows((1, "a", 10, 1), (2, "a", 20, 1), (1, "b", 11, 1)))
+    table.write(_rows((1, "a", 12, 2), (3, "b", 30, 2)))
+    _compare(warehouse, "db.t", catalog.get_table("db.t"), list(SCHEMA.names), ["changelog", "delta"])
+
+
+def test_files_in_another_format_are_refused_by_name_and_change_nothing(tmp_path):
+    """Paimon writes each file in the format its name ends with: a changelog in Avro (`changelog-file.format`),
+    and the data files written before a table's `file.format` changed to Parquet. Reading them here is refused
+    with an error naming the file's format and the mode that can answer; what is Parquet still reads."""
+    warehouse = str(tmp_path / "wh")
+    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
+        "CREATE DATABASE db",
+        "CREATE TABLE db.cl (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
+        "WITH ('bucket' = '1', 'changelog-producer' = 'input', 'changelog-file.format' = 'avro')",
+        "INSERT INTO db.cl VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO db.cl VALUES (1, 'a1')",
+        "CREATE TABLE db.moved (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
+        "WITH ('bucket' = '1', 'file.format' = 'avro')",
+        "INSERT INTO db.moved VALUES (1, 'a'), (2, 'b')",
+        "ALTER TABLE db.moved SET TBLPROPERTIES ('file.format' = 'parquet')",
+        "INSERT INTO db.moved VALUES (2, 'b2'), (3, 'c')",
+    ]})
+    catalog = Catalog(warehouse)
+    before = tree_digest(warehouse)
+    changelog = catalog.get_table("db.cl")
+    for mode in ("changelog", "auto"):
+        with pytest.raises(ChangeModeError, match=r"changelog-.*\.avro, written in the 'avro' format.*mode='delta'"):
+            changelog.changes(0, 2, mode=mode)
+    assert _ours(changelog, [("delta", 0, 2)], ["k", "v"])[0] == sorted([["+I", 1, "a"], ["+I", 2, "b"],
+                                                                      ["+I", 1, "a1"]], key=repr)
+    moved = catalog.get_table("db.moved")
+    with pytest.raises(UnsupportedTableError, match=r"data-.*\.avro is written in the 'avro' format"):
+        moved.read()
+    with pytest.raises(ChangeModeError, match="'avro' format"):
+        moved.changes(0, 2, mode="delta")
+    assert _ours(moved, [("delta", 1, 2)], ["k", "v"])[0] == [["+I", 2, "b2"], ["+I", 3, "c"]]
+    assert tree_digest(warehouse) == before
+    theirs = run_paimon_rust(SCAN, {"warehouse": warehouse, "table": "db.moved", "columns": ["k", "v"],
+                                    "ranges": [["delta", 1, 2]], "snapshots": []})
+    assert theirs["ranges"] == [[["+I", 2, "b2"], ["+I", 3, "c"]]]

@@ -132,8 +132,8 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
 
 def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
                     file_source: int) -> list[DataFileMeta]:
-    """`rows` (sorted by key) as one changelog file in the bucket directory: `changelog-<uuid>-0.parquet`, with
-    a data file's columns; nothing when there are no rows."""
+    """`rows` (sorted by key) as one changelog file in the bucket directory: `changelog-<uuid>-0.parquet` (the
+    table's changelog-file.prefix and .compression), with a data file's columns; nothing when there are no rows."""
     if rows.num_rows == 0:
         return []
     schema = table.schema()
@@ -141,5 +141,5 @@ def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Tabl
     kinds = rows.column(VALUE_KIND).combine_chunks().cast(pa.int8())
     data = rows.select(schema.field_names)
     return [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, data, seq, kinds,
-                          table.core_options.file_compression, level=0, file_source=file_source,
-                          prefix="changelog")]
+                          table.core_options.changelog_file_compression,
+                          prefix=table.core_options.changelog_file_prefix, level=0, file_source=file_source)]

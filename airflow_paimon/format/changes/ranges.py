@@ -148,6 +148,14 @@ def range_units(table: "Table", start: Bound, snaps: list[Snapshot], mode: str) 
             for e in table.manifest_io.read_entries(meta.file_name):
                 if e.kind != ADD:
                     continue
+                if not e.file.file_name.endswith(".parquet"):
+                    # Paimon writes each file in the format its name ends with (changelog-file.format may differ
+                    # from file.format); only Parquet is read here, and every file is checked before any row
+                    raise ChangeModeError(
+                        f"snapshot {snap.id} of {table.identifier} lists {e.file.file_name}, written in the "
+                        f"{e.file.file_name.rsplit('.', 1)[-1]!r} format, and only Parquet files are read here, so "
+                        f"mode {mode!r} cannot read its changes; use mode='diff' between two ends whose data files "
+                        "are Parquet" + (", or mode='delta'" if mode == "changelog" else ""))
                 seen = buckets.setdefault(e.partition, e.total_buckets)
                 if seen != e.total_buckets:
                     raise ChangeModeError(
