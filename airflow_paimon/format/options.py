@@ -107,6 +107,7 @@ class TableOptions:
         merge_engine = options.get("merge-engine", "deduplicate")
         deletion_vectors = _bool(options, "deletion-vectors.enabled", False)
         data_evolution = _bool(options, "data-evolution.enabled", False)
+        row_tracking = _bool(options, "row-tracking.enabled", False)
         file_format = options.get("file.format", "parquet").lower()
         compression = options.get("file.compression", "zstd").lower()
         changelog_format = options.get("changelog-file.format", file_format).lower()
@@ -128,7 +129,7 @@ class TableOptions:
         seq_fields = _field_list(options, "sequence.field")
         kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
                 (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression,
-                (changelog_format, changelog_compression))
+                (changelog_format, changelog_compression), row_tracking)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -194,7 +195,7 @@ def _refusal(limits: list[str]) -> str | None:
 
 def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
             deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
-            compression: str, changelog_files: tuple[str, str]) -> list[str]:
+            compression: str, changelog_files: tuple[str, str], row_tracking: bool) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -220,6 +221,11 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
         out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
     if not writing:
         return out
+    if row_tracking:
+        # Paimon gives each new file the next row ids at commit (firstRowId, the snapshot's nextRowId), and keeps
+        # them through compaction: files written here would carry none.
+        out.append("it is a row-tracking table (row-tracking.enabled = true): Paimon numbers the rows of each new "
+                   "file at commit, which this library does not do")
     if has_primary_key and bucket == -1 and has_bucket_key:
         # Paimon refuses such a table at creation: a dynamic bucket is chosen by the HASH index, not a bucket key.
         out.append("it is a dynamic-bucket primary-key table (bucket = -1) with a bucket-key: remove bucket-key or "

@@ -241,3 +241,24 @@ def test_files_in_another_format_are_refused_by_name_and_change_nothing(tmp_path
     theirs = run_paimon_rust(SCAN, {"warehouse": warehouse, "table": "db.moved", "columns": ["k", "v"],
                                     "ranges": [["delta", 1, 2]], "snapshots": []})
     assert theirs["ranges"] == [[["+I", 2, "b2"], ["+I", 3, "c"]]]
+
+
+def test_a_row_tracking_table_paimon_rust_writes_reads_here_and_refuses_our_writes(tmp_path):
+    """Paimon numbers the rows of each new file of a row-tracking table at commit (`firstRowId`, the snapshot's
+    `nextRowId`); files written here would carry no row ids, so writes and compactions are refused, unchanged."""
+    warehouse = str(tmp_path / "wh")
+    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
+        "CREATE DATABASE db",
+        "CREATE TABLE db.t (k BIGINT, v STRING) WITH ('row-tracking.enabled' = 'true')",
+        "INSERT INTO db.t VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO db.t VALUES (3, 'c')",
+    ]})
+    table = Catalog(warehouse).get_table("db.t")
+    assert table.latest_snapshot().next_row_id == 3
+    _compare(warehouse, "db.t", table, ["k", "v"], ["delta"])
+    before = tree_digest(warehouse)
+    with pytest.raises(UnsupportedTableError, match=r"row-tracking table \(row-tracking.enabled = true\)"):
+        table.write(pa.table({"k": [4], "v": ["d"]}))
+    with pytest.raises(UnsupportedTableError, match="row-tracking"):
+        table.maintenance.compact()
+    assert tree_digest(warehouse) == before
