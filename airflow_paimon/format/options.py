@@ -108,6 +108,7 @@ class TableOptions:
         deletion_vectors = _bool(options, "deletion-vectors.enabled", False)
         data_evolution = _bool(options, "data-evolution.enabled", False)
         row_tracking = _bool(options, "row-tracking.enabled", False)
+        bucket_function = options.get("bucket-function.type", "default").strip().lower()
         file_format = options.get("file.format", "parquet").lower()
         compression = options.get("file.compression", "zstd").lower()
         changelog_format = options.get("changelog-file.format", file_format).lower()
@@ -129,7 +130,7 @@ class TableOptions:
         seq_fields = _field_list(options, "sequence.field")
         kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
                 (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression,
-                (changelog_format, changelog_compression), row_tracking)
+                (changelog_format, changelog_compression), row_tracking, bucket_function)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -195,7 +196,8 @@ def _refusal(limits: list[str]) -> str | None:
 
 def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
             deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
-            compression: str, changelog_files: tuple[str, str], row_tracking: bool) -> list[str]:
+            compression: str, changelog_files: tuple[str, str], row_tracking: bool,
+            bucket_function: str) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -221,6 +223,11 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
         out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
     if not writing:
         return out
+    if bucket_function != "default":
+        # Paimon's `mod` and `hive` bucket functions send a key to another bucket than the MurmurHash of its
+        # BinaryRow that this library computes: a key written here would exist in two buckets.
+        out.append(f"its bucket-function.type is {bucket_function!r} (only 'default', Paimon's hash of the bucket "
+                   "key, is computed here)")
     if row_tracking:
         # Paimon gives each new file the next row ids at commit (firstRowId, the snapshot's nextRowId), and keeps
         # them through compaction: files written here would carry none.

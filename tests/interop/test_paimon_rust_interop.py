@@ -262,3 +262,22 @@ def test_a_row_tracking_table_paimon_rust_writes_reads_here_and_refuses_our_writ
     with pytest.raises(UnsupportedTableError, match="row-tracking"):
         table.maintenance.compact()
     assert tree_digest(warehouse) == before
+
+
+def test_a_table_paimon_rust_buckets_by_mod_reads_here_and_refuses_our_writes(tmp_path):
+    """`bucket-function.type = mod` puts key k in bucket k mod N, not where Paimon's default hash (computed here)
+    would: a key written here would exist in two buckets, so writes are refused, unchanged."""
+    warehouse = str(tmp_path / "wh")
+    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
+        "CREATE DATABASE db",
+        "CREATE TABLE db.t (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
+        "WITH ('bucket' = '4', 'bucket-function.type' = 'mod')",
+        "INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (5, 'c'), (6, 'd')",
+    ]})
+    table = Catalog(warehouse).get_table("db.t")
+    assert sorted((e.bucket, e.file.row_count) for e in table.file_entries(table.latest_snapshot())) == [(1, 2), (2, 2)]
+    _compare(warehouse, "db.t", table, ["k", "v"], ["delta"])
+    before = tree_digest(warehouse)
+    with pytest.raises(UnsupportedTableError, match="bucket-function.type is 'mod'"):
+        table.write(pa.table({"k": [1], "v": ["a2"]}))
+    assert tree_digest(warehouse) == before
