@@ -84,6 +84,8 @@ class TableOptions:
     # data-file.prefix / changelog-file.prefix: the start of each new file's name
     data_file_prefix: str = "data-"
     changelog_file_prefix: str = "changelog-"
+    # data-file.path-directory: the folder under the table that holds the partition and bucket folders
+    data_file_directory: str | None = None
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -109,6 +111,8 @@ class TableOptions:
         data_evolution = _bool(options, "data-evolution.enabled", False)
         row_tracking = _bool(options, "row-tracking.enabled", False)
         bucket_function = options.get("bucket-function.type", "default").strip().lower()
+        directory = options.get("data-file.path-directory")
+        data_directory = _relative_directory(directory) if directory is not None else None
         file_format = options.get("file.format", "parquet").lower()
         compression = options.get("file.compression", "zstd").lower()
         changelog_format = options.get("changelog-file.format", file_format).lower()
@@ -130,7 +134,8 @@ class TableOptions:
         seq_fields = _field_list(options, "sequence.field")
         kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
                 (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression,
-                (changelog_format, changelog_compression), row_tracking, bucket_function)
+                (changelog_format, changelog_compression), row_tracking, bucket_function,
+                directory if directory is not None and data_directory is None else None)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -183,7 +188,17 @@ class TableOptions:
                                   if "lookup.cache-max-disk-size" in options else None),
             data_file_prefix=options.get("data-file.prefix", "data-"),
             changelog_file_prefix=options.get("changelog-file.prefix", "changelog-"),
+            data_file_directory=data_directory,
         )
+
+
+def _relative_directory(text: str) -> str | None:
+    """`data-file.path-directory` as a folder path below the table ("data", "a/b"), or None when it is empty,
+    absolute, a URI or leaves the table through '..' (Paimon resolves those against the table path too)."""
+    if "\\" in text or ":" in text or text.startswith("/"):
+        return None
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    return "/".join(parts) if parts and ".." not in parts else None
 
 
 def _codec(compression: str) -> str:
@@ -197,7 +212,7 @@ def _refusal(limits: list[str]) -> str | None:
 def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
             deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
             compression: str, changelog_files: tuple[str, str], row_tracking: bool,
-            bucket_function: str) -> list[str]:
+            bucket_function: str, unsupported_directory: str | None) -> list[str]:
     """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
     out = []
     if bucket == -2:
@@ -221,6 +236,9 @@ def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: b
                    "each, joined by row id")
     if file_format != "parquet":
         out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
+    if unsupported_directory is not None:
+        out.append(f"its data-file.path-directory {unsupported_directory!r} is not a folder inside the table "
+                   "(only a relative path without '..' is supported here)")
     if not writing:
         return out
     if bucket_function != "default":

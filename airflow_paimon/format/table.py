@@ -175,7 +175,13 @@ class Table:
         return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
     def bucket_dir(self, partition: Sequence[Any], bucket: int) -> str:
-        return f"{self.path}/{self.partition_codec.path(partition)}bucket-{bucket}"
+        return f"{self.data_root}/{self.partition_codec.path(partition)}bucket-{bucket}"
+
+    @property
+    def data_root(self) -> str:
+        """The folder holding the partition and bucket folders: the table's, or its data-file.path-directory."""
+        directory = self.core_options.data_file_directory
+        return f"{self.path}/{directory}" if directory else self.path
 
     def data_file_path(self, partition: Sequence[Any], bucket: int, meta: DataFileMeta) -> str:
         if meta.external_path:

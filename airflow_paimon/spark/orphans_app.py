@@ -93,6 +93,7 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     tasks = None if spec.get("num_tasks") is None else count(spec["num_tasks"], "num_tasks")
     check_supported(table)
     io, root, depth = table.io, table.path, len(table.partition_keys)
+    data_directory = table.core_options.data_file_directory
     k = default_tasks(spark) if tasks is None else tasks
     units = _listing_units(io, root, depth, 4 * k)
     referenced = spark.sparkContext.broadcast(frozenset(referenced_names(table)))
@@ -104,7 +105,7 @@ def run_remove_orphans(spark: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         paths, sizes, mtimes, scanned = [], [], [], 0
         for info in io.walk(directory) if recursive else io.list_dir(directory):
             scanned += 1
-            found = orphan_file(info, root, depth, referenced.value, threshold)
+            found = orphan_file(info, root, depth, referenced.value, threshold, data_directory)
             if found is not None:
                 paths.append(found.path)
                 sizes.append(found.size)

@@ -92,3 +92,51 @@ def test_a_changelog_file_this_library_cannot_write_refuses_the_write(catalog, o
     plain = catalog.create_table("db.plain", KV, primary_keys=["k"], options={option: value})
     plain.write(_rows((1, "a")))
     assert plain.read().num_rows == 1
+
+
+PKV = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+
+
+def test_data_files_live_in_the_data_file_path_directory(catalog):
+    t = catalog.create_table("db.t", PKV, primary_keys=["k", "p"], partition_keys=["p"], options={
+        "bucket": "2", "data-file.path-directory": "./data//files/", "changelog-producer": "lookup",
+        "deletion-vectors.enabled": "false"})
+    for i in range(4):
+        t.write(pa.table({"k": [1, 2, i + 3], "p": ["a", "b", "a"], "v": [f"v{i}"] * 3}, schema=PKV))
+    parquet = [os.path.relpath(os.path.join(d, f), t.path) for d, _, names in os.walk(t.path) for f in names
+               if f.endswith(".parquet")]
+    assert parquet and all(p.startswith("data/files/p=") for p in parquet), parquet
+    assert t.read().num_rows == 6
+    assert t.changes(0, None, mode="changelog").read_all().num_rows > 0
+    # expiry deletes the files only expired snapshots used (here, those a full compaction replaced), where they are
+    t.maintenance.compact()
+    result = t.maintenance.expire_snapshots(retain_min=1, retain_max=1)
+    assert result.data_files and all(f.startswith(f"{t.path}/data/files/p=") for f in result.data_files)
+    assert not any(os.path.exists(f) for f in result.data_files)
+    assert t.read().num_rows == 6
+    # orphan cleanup judges the files of the data folder, and only those
+    bucket = os.path.dirname(os.path.join(t.path, parquet[0]))
+    stray = os.path.join(bucket, "data-stray-0.parquet")
+    outside = os.path.join(t.path, "p=a", "bucket-0", "data-outside-0.parquet")
+    for path in (stray, outside):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "wb").write(b"x")
+    found = t.maintenance.remove_orphan_files(older_than="2999-01-01T00:00:00Z")
+    assert [f.path for f in found.files] == [stray]
+    assert os.path.exists(outside) and t.read().num_rows == 6
+
+
+@pytest.mark.parametrize("directory", ["../elsewhere", "/abs/data", "s3://bucket/data", ""])
+def test_a_data_folder_outside_the_table_is_refused(catalog, directory):
+    t = catalog.create_table("db.t", PKV, primary_keys=["k"], options={"bucket": "1"})
+    t.write(pa.table({"k": [1], "p": ["a"], "v": ["x"]}, schema=PKV))
+    schema = t.schema()
+    assert t.schema_manager.create(dataclasses.replace(schema, id=schema.id + 1, options={
+        **schema.options, "data-file.path-directory": directory}))
+    t = catalog.get_table("db.t")
+    before = tree_digest(t.path)
+    for action in (t.read, lambda: t.write(pa.table({"k": [2], "p": ["a"], "v": ["y"]}, schema=PKV))):
+        with pytest.raises(UnsupportedTableError, match="data-file.path-directory .* is not a folder inside the table"):
+            action()
+    assert tree_digest(t.path) == before
+    assert [s.id for s in t.snapshots()] == [1]

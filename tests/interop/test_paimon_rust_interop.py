@@ -281,3 +281,34 @@ def test_a_table_paimon_rust_buckets_by_mod_reads_here_and_refuses_our_writes(tm
     with pytest.raises(UnsupportedTableError, match="bucket-function.type is 'mod'"):
         table.write(pa.table({"k": [1], "v": ["a2"]}))
     assert tree_digest(warehouse) == before
+
+
+def test_data_file_path_directory_both_ways(tmp_path):
+    """`data-file.path-directory` puts the partition and bucket folders under a folder of the table: pypaimon-rust
+    reads what we write there, we read what it writes there, and the files are where both put them."""
+    import os
+
+    warehouse = str(tmp_path / "wh")
+    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
+        "CREATE DATABASE db",
+        "CREATE TABLE db.theirs (k BIGINT NOT NULL, p STRING NOT NULL, v BIGINT, s STRING, PRIMARY KEY (k, p)) "
+        "PARTITIONED BY (p) WITH ('bucket' = '2', 'data-file.path-directory' = 'data')",
+        "INSERT INTO db.theirs VALUES (1, 'a', 10, 'x'), (2, 'b', 20, 'y')",
+        "INSERT INTO db.theirs VALUES (1, 'a', 11, 'x1'), (3, 'a', 30, NULL)",
+    ]})
+    catalog = Catalog(warehouse)
+    theirs = catalog.get_table("db.theirs")
+    columns = ["k", "p", "v", "s"]
+    _compare(warehouse, "db.theirs", theirs, columns, ["delta"])
+    theirs.write(pa.table({"k": [2, 4], "p": ["b", "b"], "v": [21, 40], "s": ["y1", "w"]}))
+    _compare(warehouse, "db.theirs", catalog.get_table("db.theirs"), columns, ["delta"])
+    ours = catalog.create_table("db.ours", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={
+        "bucket": "2", "data-file.path-directory": "data", "changelog-producer": "input"})
+    ours.write(_rows((1, "a", 10, 1), (2, "b", 20, 1)))
+    ours.write(_rows((1, "a", 11, 2), (3, "a", 30, 2)))
+    _compare(warehouse, "db.ours", catalog.get_table("db.ours"), list(SCHEMA.names), ["changelog", "delta"])
+    for table in ("theirs", "ours"):
+        root = f"{warehouse}/db.db/{table}"
+        placed = {os.path.relpath(d, root).split(os.sep)[0] for d, _, names in os.walk(root)
+                  if any(n.endswith(".parquet") for n in names)}
+        assert placed == {"data"}, (table, placed)

@@ -87,9 +87,10 @@ def _age(path, seconds):
 
 
 @pytest.mark.spark
-def test_spark_orphan_cleanup_matches_the_library(spark, warehouse, tmp_path):
+@pytest.mark.parametrize("options", [None, {"data-file.path-directory": "data"}], ids=["table-folder", "data-folder"])
+def test_spark_orphan_cleanup_matches_the_library(spark, warehouse, tmp_path, options):
     cat = warehouse
-    t = _history(cat, tmp_path, partitioned=True)
+    t = _history(cat, tmp_path, partitioned=True, options=options)
     before = t.read().to_pylist()
     bucket_dir = t.bucket_dir(("2026-11-01",), 0)
     stray = [f"{bucket_dir}/data-stray-1.parquet", f"{t.path}/manifest/manifest-stray",

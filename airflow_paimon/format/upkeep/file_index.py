@@ -216,7 +216,7 @@ class FileIndex:
         if pdir is None:
             codec = self.table.partition_codec
             pdir = self._pdirs[ref.partition] = codec.path(codec.from_bytes(ref.partition))
-        return f"{self.table.path}/{pdir}bucket-{ref.bucket}/{ref.name}"
+        return f"{self.table.data_root}/{pdir}bucket-{ref.bucket}/{ref.name}"
 
     def extra_paths(self, ref: FileRef) -> list[str]:
         base = self.data_path(ref).rsplit("/", 1)[0]

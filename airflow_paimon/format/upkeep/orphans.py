@@ -60,9 +60,10 @@ def referenced_names(table: "Table", roots: Sequence[Root] | None = None,
     return names
 
 
-def is_orphan_candidate(rel: str, partition_depth: int) -> bool:
+def is_orphan_candidate(rel: str, partition_depth: int, data_directory: str | None = None) -> bool:
     """Whether a file at this table-relative path is one orphan cleanup may judge (never schema/, hints,
-    snapshot/tag/changelog files themselves, consumers or branches)."""
+    snapshot/tag/changelog files themselves, consumers or branches); data files only inside the table's
+    data-file.path-directory when it has one."""
     parts = rel.split("/")
     top, name = parts[0], parts[-1]
     if len(parts) == 1:
@@ -77,7 +78,11 @@ def is_orphan_candidate(rel: str, partition_depth: int) -> bool:
         return len(parts) == 2 and not (name.startswith("changelog-") or name in ("EARLIEST", "LATEST"))
     if top in ("manifest", "index", "statistics"):
         return len(parts) == 2
-    # data: [k=v/...]bucket-N/<file>
+    # data: [data-file.path-directory/][k=v/...]bucket-N/<file>
+    if data_directory:
+        if not rel.startswith(data_directory + "/"):
+            return False
+        parts = rel[len(data_directory) + 1:].split("/")
     if len(parts) != partition_depth + 2:
         return False
     if not parts[-2].startswith("bucket-"):
@@ -105,8 +110,9 @@ def remove_orphan_files(table: "Table", older_than: Any = None, dry_run: bool = 
             progress("listing files", i + 1, 0)
     result.scanned = len(listed)
     referenced = referenced_names(table)
-    orphans = sorted((f for f in (orphan_file(info, root, depth, referenced, threshold) for info in listed) if f),
-                     key=lambda f: f.path)
+    directory = table.core_options.data_file_directory
+    orphans = sorted((f for f in (orphan_file(info, root, depth, referenced, threshold, directory)
+                                  for info in listed) if f), key=lambda f: f.path)
     result.files = orphans
     if dry_run or not orphans:
         result.seconds = time.monotonic() - started
@@ -123,13 +129,13 @@ def remove_orphan_files(table: "Table", older_than: Any = None, dry_run: bool = 
 
 
 def orphan_file(info: Any, root: str, partition_depth: int, referenced: AbstractSet[str],
-                threshold_ms: int) -> OrphanFile | None:
+                threshold_ms: int, data_directory: str | None = None) -> OrphanFile | None:
     """The listed file `info` as an orphan, or None: it must be a candidate under `root`, referenced by no root
     and older than the safety threshold."""
     if not info.path.startswith(root + "/"):
         return None
     rel = info.path[len(root) + 1:]
-    if not is_orphan_candidate(rel, partition_depth):
+    if not is_orphan_candidate(rel, partition_depth, data_directory):
         return None
     if rel.rsplit("/", 1)[-1] in referenced or info.mtime_ms >= threshold_ms:
         return None
