@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Mapping, Sequence
 
 from .errors import InvalidOptionError
+from .table_kind import TableKind
 from .upkeep.expire_policy import ExpirePolicy
 from .values import count, duration, option_boolean
 
@@ -38,8 +39,6 @@ IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.i
 
 # Paimon's `changelog-producer` values, cheapest first.
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
-
-COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 
 
 @dataclass(frozen=True)
@@ -132,10 +131,13 @@ class TableOptions:
                                      "compaction with changelog, or remove full-compaction.delta-commits")
         bucket_key = options.get("bucket-key")
         seq_fields = _field_list(options, "sequence.field")
-        kind = (has_primary_key, bucket, bool(bucket_key and bucket_key.strip()), merge_engine,
-                (deletion_vectors, bool(seq_fields), changelog), data_evolution, file_format, compression,
-                (changelog_format, changelog_compression), row_tracking, bucket_function,
-                directory if directory is not None and data_directory is None else None)
+        kind = TableKind(
+            has_primary_key=has_primary_key, bucket=bucket, has_bucket_key=bool(bucket_key and bucket_key.strip()),
+            merge_engine=merge_engine, deletion_vectors=deletion_vectors, sequence_field=bool(seq_fields),
+            changelog=changelog, data_evolution=data_evolution, file_format=file_format, compression=compression,
+            changelog_format=changelog_format, changelog_compression=changelog_compression,
+            row_tracking=row_tracking, bucket_function=bucket_function,
+            unsupported_directory=directory if directory is not None and data_directory is None else None)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
         if sort_order not in ("ascending", "descending"):
             raise InvalidOptionError(f"sequence.field.sort-order: {sort_order!r} is not 'ascending' or 'descending'")
@@ -176,8 +178,8 @@ class TableOptions:
             dynamic_bucket_target_row_num=count(options.get("dynamic-bucket.target-row-num"),
                                                 "dynamic-bucket.target-row-num", default=2_000_000),
             dynamic_bucket_max_buckets=max_buckets,
-            read_refusal=_refusal(_limits(False, *kind)),
-            write_refusal=_refusal(_limits(True, *kind)),
+            read_refusal=kind.refusal(writing=False),
+            write_refusal=kind.refusal(writing=True),
             raw=dict(options),
             deletion_vectors=deletion_vectors,
             deletion_vectors_bitmap64=_bool(options, "deletion-vectors.bitmap64", False),
@@ -203,75 +205,6 @@ def _relative_directory(text: str) -> str | None:
 
 def _codec(compression: str) -> str:
     return "none" if compression == "uncompressed" else compression
-
-
-def _refusal(limits: list[str]) -> str | None:
-    return "; ".join(limits) if limits else None
-
-
-def _limits(writing: bool, has_primary_key: bool, bucket: int, has_bucket_key: bool, merge_engine: str,
-            deletion_vectors: tuple[bool, bool, str], data_evolution: bool, file_format: str,
-            compression: str, changelog_files: tuple[str, str], row_tracking: bool,
-            bucket_function: str, unsupported_directory: str | None) -> list[str]:
-    """Why rows read (or files written) here would not be what Paimon reads (or writes); empty: exact."""
-    out = []
-    if bucket == -2:
-        out.append("it is a postpone-bucket table (bucket = -2): its new rows wait in bucket-postpone until "
-                   "Paimon's compaction assigns them buckets")
-    if has_primary_key and merge_engine != "deduplicate":
-        out.append(f"its merge-engine is {merge_engine!r} (only 'deduplicate' is supported here)")
-    dv_enabled, dv_sequence_field, dv_changelog = deletion_vectors
-    if dv_enabled and writing:
-        # Reads of deletion-vector tables are exact; writes keep the vectors up to date for deduplicate
-        # primary-key tables ordered by sequence number (deletion_vectors_write.py) and for append tables, whose
-        # deletes and updates mark rows in them (deletion_vectors_append.py).
-        if dv_sequence_field:
-            out.append("it is a deletion-vector table with a sequence.field: its writers decide which version of "
-                       "a key wins by that field, which the deletion vectors written here do not do")
-        if dv_changelog in ("lookup", "full-compaction"):
-            out.append(f"it is a deletion-vector table with changelog-producer = {dv_changelog!r}, whose "
-                       "changelog is not produced together with deletion vectors here")
-    if data_evolution:
-        out.append("it is a data-evolution table (data-evolution.enabled = true): its files hold some columns "
-                   "each, joined by row id")
-    if file_format != "parquet":
-        out.append(f"its file.format is {file_format!r} (only 'parquet' is supported here)")
-    if unsupported_directory is not None:
-        out.append(f"its data-file.path-directory {unsupported_directory!r} is not a folder inside the table "
-                   "(only a relative path without '..' is supported here)")
-    if not writing:
-        return out
-    if bucket_function != "default":
-        # Paimon's `mod` and `hive` bucket functions send a key to another bucket than the MurmurHash of its
-        # BinaryRow that this library computes: a key written here would exist in two buckets.
-        out.append(f"its bucket-function.type is {bucket_function!r} (only 'default', Paimon's hash of the bucket "
-                   "key, is computed here)")
-    if row_tracking:
-        # Paimon gives each new file the next row ids at commit (firstRowId, the snapshot's nextRowId), and keeps
-        # them through compaction: files written here would carry none.
-        out.append("it is a row-tracking table (row-tracking.enabled = true): Paimon numbers the rows of each new "
-                   "file at commit, which this library does not do")
-    if has_primary_key and bucket == -1 and has_bucket_key:
-        # Paimon refuses such a table at creation: a dynamic bucket is chosen by the HASH index, not a bucket key.
-        out.append("it is a dynamic-bucket primary-key table (bucket = -1) with a bucket-key: remove bucket-key or "
-                   "give the table a fixed bucket number")
-    if not has_primary_key and bucket >= 1 and not has_bucket_key:
-        # Paimon refuses such a table at creation: without a bucket key it cannot tell where a row goes.
-        out.append(f"it is a bucketed append table (bucket = {bucket}) without a bucket-key: set bucket-key to the "
-                   "columns whose hash picks each row's bucket")
-    if compression not in COMPRESSIONS:
-        out.append(f"its file.compression {compression!r} is not a codec this library writes "
-                   f"({', '.join(sorted(COMPRESSIONS))})")
-    if dv_changelog != "none":
-        # The changelog files its producer writes: Parquet only, like the data files.
-        changelog_format, changelog_compression = changelog_files
-        if changelog_format != "parquet":
-            out.append(f"its changelog-file.format is {changelog_format!r} (only 'parquet' changelog files are "
-                       "written here)")
-        if changelog_compression not in COMPRESSIONS:
-            out.append(f"its changelog-file.compression {changelog_compression!r} is not a codec this library "
-                       f"writes ({', '.join(sorted(COMPRESSIONS))})")
-    return out
 
 
 _MEMORY_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
