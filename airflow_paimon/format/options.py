@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Mapping, Sequence
 
@@ -85,6 +85,8 @@ class TableOptions:
     changelog_file_prefix: str = "changelog-"
     # data-file.path-directory: the folder under the table that holds the partition and bucket folders
     data_file_directory: str | None = None
+    # fields.<name>.default-value: what a NULL of that column reads as
+    field_default_values: Mapping[str, str] = field(default_factory=dict)
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -191,7 +193,12 @@ class TableOptions:
             data_file_prefix=options.get("data-file.prefix", "data-"),
             changelog_file_prefix=options.get("changelog-file.prefix", "changelog-"),
             data_file_directory=data_directory,
+            field_default_values={m.group(1): value for key, value in options.items()
+                                  if (m := _DEFAULT_VALUE.fullmatch(key))},
         )
+
+
+_DEFAULT_VALUE = re.compile(r"fields\.(.+)\.default-value")
 
 
 def _relative_directory(text: str) -> str | None:

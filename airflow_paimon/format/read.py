@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from .data_file import DELETE, UPDATE_BEFORE
 from .deletion_vectors import keep_mask, read_deletion_files
+from .errors import InvalidOptionError
 from .evolution import file_columns, read_data_file
 from .kernels import last_of_each_key
 from .scan import Split
@@ -64,6 +65,22 @@ def fill_partition(table: "Table", split: Split, data: pa.Table) -> pa.Table:
         if name in data.column_names and data.column(name).null_count == data.num_rows and value is not None:
             idx = data.column_names.index(name)
             data = data.set_column(idx, name, pa.array([value] * data.num_rows, type=data.schema.field(name).type))
+    return data
+
+
+def with_default_values(table: "Table", data: pa.Table) -> pa.Table:
+    """NULLs of the columns with a `fields.<name>.default-value` as that value, cast from its text: Paimon's
+    reader puts it there after merging and before filtering (DefaultValueAssigner); the files keep the NULL."""
+    for name, text in table.core_options.field_default_values.items():
+        if name not in data.column_names or not data.column(name).null_count:
+            continue
+        column = data.column(name)
+        try:
+            value = pa.scalar(text).cast(column.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidOptionError(f"fields.{name}.default-value: {text!r} is not a {column.type} value ({e})") \
+                from None
+        data = data.set_column(data.column_names.index(name), name, pc.fill_null(column, value))
     return data
 
 
@@ -178,7 +195,7 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
     else:
         parts = read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    data = fill_partition(table, split, data)
+    data = with_default_values(table, fill_partition(table, split, data))
     if filter is not None:
         data = data.filter(filter)
     return data.select(wanted)

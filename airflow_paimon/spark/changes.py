@@ -59,7 +59,7 @@ def feed_units(table: Table, start: Any = None, end: Any = None, *, mode: str = 
         def diff(i: int) -> Iterator[pa.Table]:
             before, after = units[i]
             for rows, kinds in diff_batches(table, before, after, names, snapshots):
-                yield change_batch(rows, kinds, version, millis, schema, filter)
+                yield change_batch(table, rows, kinds, version, millis, schema, filter)
 
         return FeedUnits(plan, [sum(e.file.row_count for e in b + a) for b, a in units], diff)
     planned = plan.planned
@@ -67,7 +67,7 @@ def feed_units(table: Table, start: Any = None, end: Any = None, *, mode: str = 
     def read(i: int) -> Iterator[pa.Table]:
         unit = planned[i]
         data, kinds = unit.read(table, names)
-        yield change_batch(data, kinds, unit.snapshot.id, unit.snapshot.time_millis, schema, filter)
+        yield change_batch(table, data, kinds, unit.snapshot.id, unit.snapshot.time_millis, schema, filter)
 
     return FeedUnits(plan, [u.entry.file.row_count for u in planned], read)
 

@@ -140,3 +140,45 @@ def test_a_data_folder_outside_the_table_is_refused(catalog, directory):
             action()
     assert tree_digest(t.path) == before
     assert [s.id for s in t.snapshots()] == [1]
+
+
+DV = pa.schema([("k", pa.int64()), ("v", pa.string()), ("n", pa.int32())])
+
+
+def test_default_values_fill_nulls_at_read_as_paimon_reads_them(catalog):
+    """`fields.<name>.default-value`: a NULL of that column reads as the value (after merging, before the filter,
+    in reads and change feeds alike), while the files keep the NULL, as Paimon's reader does."""
+    import pyarrow.compute as pc
+
+    t = catalog.create_table("db.t", DV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "input", "fields.v.default-value": "none given",
+        "fields.n.default-value": "7"})
+    t.write(pa.table({"k": [1, 2], "v": [None, None], "n": [None, None]}, schema=DV))   # a file of NULLs only
+    t.write(pa.table({"k": [2, 3], "v": ["b", None], "n": [2, None]}, schema=DV))
+    assert sorted(t.read().to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "v": "none given", "n": 7}, {"k": 2, "v": "b", "n": 2}, {"k": 3, "v": "none given", "n": 7}]
+    # the filter sees the default, and no file is skipped because its statistics say NULL
+    assert t.read(filter=pc.field("v") == "none given", columns=["k"]).column("k").to_pylist() in ([1, 3], [3, 1])
+    assert t.read(snapshot_id=1, filter=pc.field("n") == 7).num_rows == 2
+    # a file whose statistics put v in ['b', 'b'] still holds a row that reads as the default
+    one = catalog.create_table("db.one", DV, options={"fields.v.default-value": "none given",
+                                                       "fields.n.default-value": "7"})
+    one.write(pa.table({"k": [1, 2], "v": ["b", None], "n": [1, None]}, schema=DV))
+    assert one.read(filter=pc.field("v") == "none given").column("k").to_pylist() == [2]
+    assert one.read(filter=pc.field("n") == 7).column("k").to_pylist() == [2]
+    for mode in ("changelog", "delta"):
+        feed = t.changes(0, None, mode=mode).read_all().to_pylist()
+        assert {(r["k"], r["v"], r["n"]) for r in feed if r["_commit_version"] == 1} == {
+            (1, "none given", 7), (2, "none given", 7)}, mode
+    stored = [pq.read_table(os.path.join(d, f)) for d, _, names in os.walk(t.path) for f in names
+              if f.endswith(".parquet")]
+    assert all(table.column("v").null_count > 0 for table in stored)
+
+
+def test_a_default_value_of_the_wrong_type_is_a_clear_error(catalog):
+    from airflow_paimon.format.errors import InvalidOptionError
+
+    t = catalog.create_table("db.t", DV, primary_keys=["k"], options={"bucket": "1", "fields.n.default-value": "x"})
+    t.write(pa.table({"k": [1], "v": ["a"], "n": [None]}, schema=DV))
+    with pytest.raises(InvalidOptionError, match=r"fields.n.default-value: 'x' is not a int32 value"):
+        t.read()

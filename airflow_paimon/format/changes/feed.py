@@ -79,10 +79,10 @@ def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str
         assert end.snapshot is not None
         version, millis = end.id, end.snapshot.time_millis
         for rows, kinds in diff_batches(table, ends[0], ends[1], names, (start.snapshot, end.snapshot)):
-            yield from change_batch(rows, kinds, version, millis, schema, filter).to_batches()
+            yield from change_batch(table, rows, kinds, version, millis, schema, filter).to_batches()
         return
     for rows, kinds, snap in range_batches(table, planned, names):
-        yield from change_batch(rows, kinds, snap.id, snap.time_millis, schema, filter).to_batches()
+        yield from change_batch(table, rows, kinds, snap.id, snap.time_millis, schema, filter).to_batches()
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ..data_file import INSERT
 from ..manifest import DataFileMeta
-from ..read import fill_partition, read_files
+from ..read import fill_partition, read_files, with_default_values
 from ..scan import Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 
@@ -61,11 +61,13 @@ def change_schema(table: "Table", columns: Sequence[str]) -> pa.Schema:
     return pa.schema([logical.field(c).with_nullable(True) for c in columns] + CHANGE_FIELDS)
 
 
-def change_batch(data: pa.Table, kinds: np.ndarray, version: int, millis: int, schema: pa.Schema,
-                 filter: "ds.Expression | None") -> pa.Table:
-    """`data` as change rows of one commit, filtered, in `schema`'s columns."""
+def change_batch(source: "Table", data: pa.Table, kinds: np.ndarray, version: int, millis: int,
+                 schema: pa.Schema, filter: "ds.Expression | None") -> pa.Table:
+    """`data` (rows of `source`) as change rows of one commit, filtered, in `schema`'s columns; NULLs of columns
+    with a default value read as it, as in a read of the table."""
     n = data.num_rows
-    table = data.append_column(CHANGE_TYPE, pc.take(CHANGE_TYPES, pa.array(kinds, pa.int8())))
+    table = with_default_values(source, data)
+    table = table.append_column(CHANGE_TYPE, pc.take(CHANGE_TYPES, pa.array(kinds, pa.int8())))
     table = table.append_column(COMMIT_VERSION, pa.array(np.full(n, version, dtype=np.int64)))
     table = table.append_column(COMMIT_TIMESTAMP, pa.array(np.full(n, millis, dtype=np.int64)).cast(
         pa.timestamp("ms", tz="UTC")))
