@@ -193,10 +193,11 @@ class ScanPlanner:
                 split = groups[key] = Split(values, e.partition, e.bucket, [], snapshot_id)
             split.files.append(e.file)
         splits = list(groups.values())
-        defaults = self.table.core_options.field_default_values
-        if filter is not None and not any(name in str(filter) for name in defaults):
-            # (a column with a default value reads otherwise than its files' statistics say: no pruning by it)
-            splits = self._prune(splits, filter)
+        if filter is not None:
+            # A column with a default value reads otherwise than its files' statistics say: no pruning by it.
+            text = str(filter)
+            if not any(name in text for name in self.table.core_options.field_default_values):
+                splits = self._prune(splits, filter)
         for s in splits:
             s.files.sort(key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
         if self.table.core_options.deletion_vectors and splits:

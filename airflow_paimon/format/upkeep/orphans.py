@@ -60,7 +60,7 @@ def referenced_names(table: "Table", roots: Sequence[Root] | None = None,
     return names
 
 
-def is_orphan_candidate(rel: str, partition_depth: int, data_directory: str | None = None) -> bool:
+def is_orphan_candidate(rel: str, partition_depth: int, data_directory: str | None) -> bool:
     """Whether a file at this table-relative path is one orphan cleanup may judge (never schema/, hints,
     snapshot/tag/changelog files themselves, consumers or branches); data files only inside the table's
     data-file.path-directory when it has one."""
@@ -129,9 +129,10 @@ def remove_orphan_files(table: "Table", older_than: Any = None, dry_run: bool = 
 
 
 def orphan_file(info: Any, root: str, partition_depth: int, referenced: AbstractSet[str],
-                threshold_ms: int, data_directory: str | None = None) -> OrphanFile | None:
-    """The listed file `info` as an orphan, or None: it must be a candidate under `root`, referenced by no root
-    and older than the safety threshold."""
+                threshold_ms: int, data_directory: str | None) -> OrphanFile | None:
+    """The listed file `info` as an orphan, or None: it must be a candidate under `root` (data files inside
+    `data_directory`, the table's data-file.path-directory, when it has one), referenced by no root and older
+    than the safety threshold."""
     if not info.path.startswith(root + "/"):
         return None
     rel = info.path[len(root) + 1:]
