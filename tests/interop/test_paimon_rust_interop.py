@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
@@ -57,6 +59,13 @@ for statement in ARGS["statements"]:
     ctx.sql(statement)
 print(json.dumps("ok"))
 """
+
+
+def _written_in_sql(tmp_path, *statements: str) -> str:
+    """A warehouse in which pypaimon-rust created the database `db`, then ran `statements`."""
+    warehouse = str(tmp_path / "wh")
+    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": ["CREATE DATABASE db", *statements]})
+    return warehouse
 
 
 def _ours(table, ranges: list[tuple[str, int, int]], columns: list[str]) -> list[list[list]]:
@@ -163,9 +172,8 @@ def test_paimon_rust_reads_every_snapshot_of_each_kind_of_table(tmp_path, kind):
 
 
 def test_we_read_what_paimon_rust_writes_in_sql(tmp_path):
-    warehouse = str(tmp_path / "wh")
-    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
-        "CREATE DATABASE db",
+    warehouse = _written_in_sql(
+        tmp_path,
         "CREATE TABLE db.t (k BIGINT NOT NULL, p STRING NOT NULL, v BIGINT, s STRING, PRIMARY KEY (k, p)) "
         "PARTITIONED BY (p) WITH ('bucket' = '2', 'changelog-producer' = 'input')",
         "CREATE TABLE db.log (k BIGINT, p STRING, v BIGINT, s STRING) PARTITIONED BY (p)",
@@ -175,7 +183,7 @@ def test_we_read_what_paimon_rust_writes_in_sql(tmp_path):
         "INSERT INTO db.t VALUES (2, 'a', 21, 'y'), (6, 'b', 60, 'm')",
         "INSERT INTO db.log VALUES (1, 'a', 1, 'x'), (1, 'a', 1, 'x'), (2, 'b', NULL, NULL)",
         "INSERT INTO db.log VALUES (3, 'a', 3, 'y')",
-    ]})
+    )
     catalog = Catalog(warehouse)
     table = catalog.get_table("db.t")
     columns = ["k", "p", "v", "s"]
@@ -210,9 +218,8 @@ def test_files_in_another_format_are_refused_by_name_and_change_nothing(tmp_path
     """Paimon writes each file in the format its name ends with: a changelog in Avro (`changelog-file.format`),
     and the data files written before a table's `file.format` changed to Parquet. Reading them here is refused
     with an error naming the file's format and the mode that can answer; what is Parquet still reads."""
-    warehouse = str(tmp_path / "wh")
-    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
-        "CREATE DATABASE db",
+    warehouse = _written_in_sql(
+        tmp_path,
         "CREATE TABLE db.cl (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
         "WITH ('bucket' = '1', 'changelog-producer' = 'input', 'changelog-file.format' = 'avro')",
         "INSERT INTO db.cl VALUES (1, 'a'), (2, 'b')",
@@ -222,7 +229,7 @@ def test_files_in_another_format_are_refused_by_name_and_change_nothing(tmp_path
         "INSERT INTO db.moved VALUES (1, 'a'), (2, 'b')",
         "ALTER TABLE db.moved SET TBLPROPERTIES ('file.format' = 'parquet')",
         "INSERT INTO db.moved VALUES (2, 'b2'), (3, 'c')",
-    ]})
+    )
     catalog = Catalog(warehouse)
     before = tree_digest(warehouse)
     changelog = catalog.get_table("db.cl")
@@ -246,13 +253,12 @@ def test_files_in_another_format_are_refused_by_name_and_change_nothing(tmp_path
 def test_a_row_tracking_table_paimon_rust_writes_reads_here_and_refuses_our_writes(tmp_path):
     """Paimon numbers the rows of each new file of a row-tracking table at commit (`firstRowId`, the snapshot's
     `nextRowId`); files written here would carry no row ids, so writes and compactions are refused, unchanged."""
-    warehouse = str(tmp_path / "wh")
-    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
-        "CREATE DATABASE db",
+    warehouse = _written_in_sql(
+        tmp_path,
         "CREATE TABLE db.t (k BIGINT, v STRING) WITH ('row-tracking.enabled' = 'true')",
         "INSERT INTO db.t VALUES (1, 'a'), (2, 'b')",
         "INSERT INTO db.t VALUES (3, 'c')",
-    ]})
+    )
     table = Catalog(warehouse).get_table("db.t")
     assert table.latest_snapshot().next_row_id == 3
     _compare(warehouse, "db.t", table, ["k", "v"], ["delta"])
@@ -267,13 +273,12 @@ def test_a_row_tracking_table_paimon_rust_writes_reads_here_and_refuses_our_writ
 def test_a_table_paimon_rust_buckets_by_mod_reads_here_and_refuses_our_writes(tmp_path):
     """`bucket-function.type = mod` puts key k in bucket k mod N, not where Paimon's default hash (computed here)
     would: a key written here would exist in two buckets, so writes are refused, unchanged."""
-    warehouse = str(tmp_path / "wh")
-    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
-        "CREATE DATABASE db",
+    warehouse = _written_in_sql(
+        tmp_path,
         "CREATE TABLE db.t (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
         "WITH ('bucket' = '4', 'bucket-function.type' = 'mod')",
         "INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (5, 'c'), (6, 'd')",
-    ]})
+    )
     table = Catalog(warehouse).get_table("db.t")
     assert sorted((e.bucket, e.file.row_count) for e in table.file_entries(table.latest_snapshot())) == [(1, 2), (2, 2)]
     _compare(warehouse, "db.t", table, ["k", "v"], ["delta"])
@@ -286,16 +291,13 @@ def test_a_table_paimon_rust_buckets_by_mod_reads_here_and_refuses_our_writes(tm
 def test_data_file_path_directory_both_ways(tmp_path):
     """`data-file.path-directory` puts the partition and bucket folders under a folder of the table: pypaimon-rust
     reads what we write there, we read what it writes there, and the files are where both put them."""
-    import os
-
-    warehouse = str(tmp_path / "wh")
-    run_paimon_rust(SQL, {"warehouse": warehouse, "statements": [
-        "CREATE DATABASE db",
+    warehouse = _written_in_sql(
+        tmp_path,
         "CREATE TABLE db.theirs (k BIGINT NOT NULL, p STRING NOT NULL, v BIGINT, s STRING, PRIMARY KEY (k, p)) "
         "PARTITIONED BY (p) WITH ('bucket' = '2', 'data-file.path-directory' = 'data')",
         "INSERT INTO db.theirs VALUES (1, 'a', 10, 'x'), (2, 'b', 20, 'y')",
         "INSERT INTO db.theirs VALUES (1, 'a', 11, 'x1'), (3, 'a', 30, NULL)",
-    ]})
+    )
     catalog = Catalog(warehouse)
     theirs = catalog.get_table("db.theirs")
     columns = ["k", "p", "v", "s"]
