@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
 from .evolution import evolved, file_columns, read_data_file
-from .kernels import ascending_integers
-from .lookup_files import LookupFiles, keys_ascending
+from .kernels import SortedIntegers, ascending_integers
+from .lookup_files import LookupFiles
 from .manifest import DataFileMeta
 from .scan import Split
 
@@ -53,22 +53,21 @@ def may_hold_keys(table: "Table", meta: DataFileMeta, first_keys: pa.Array) -> b
 
 
 def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str],
-                      ascending: bool = False) -> np.ndarray:
-    """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s (`ascending`: the file's key
-    column is known to increase strictly, as a lookup file records when it is made)."""
+                      index: SortedIntegers | None = None) -> np.ndarray:
+    """Sorted positions of the rows of `file_keys` whose key is one of `wanted`'s (`index`: the file's key
+    column as a lookup file holds it, known to increase strictly)."""
     if len(keys) == 1:
         column = file_keys.column(keys[0])
         values = wanted.column(keys[0]).cast(column.type)
         if (pa.types.is_integer(column.type) or pa.types.is_temporal(column.type)) and column.null_count == 0 \
                 and values.null_count == 0:
             # A data file holds its keys sorted and once each: a binary search per wanted key.
-            stored = np.asarray(column.to_numpy()) if ascending else ascending_integers(column)
-            if stored is not None:
-                if len(stored) == 0:
-                    return np.zeros(0, dtype=np.int64)
-                sought = values.to_numpy()
-                at = np.minimum(np.searchsorted(stored, sought), len(stored) - 1)
-                found = at[stored[at] == sought]
+            sought = values.to_numpy()
+            if index is None or index.values.dtype != sought.dtype:   # no copy, or one made before a type change
+                stored = ascending_integers(column)
+                index = None if stored is None else SortedIntegers(stored)
+            if index is not None:
+                found = index.positions(sought)
                 # distinct wanted keys in ascending order (as read_rows_of_keys passes them) find ascending rows
                 return found if len(found) < 2 or bool((found[1:] > found[:-1]).all()) else np.unique(found)
         mask = pc.is_in(column, value_set=values.combine_chunks())
@@ -97,13 +96,14 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
             continue
         path = table.data_file_path(split.partition, split.bucket, meta)
         written = table.schema_by_id(meta.schema_id)
-        stored = lookup_files.open(path, meta)
+        copy = lookup_files.open(path, meta)
+        stored = None if copy is None else copy.data
         key_columns = file_columns(current, written, keys)
         if stored is None:
             file_keys = read_data_file(table.io, path, key_columns, schema)
         else:
             file_keys = evolved(stored, key_columns, schema, path)
-        rows = positions_of_keys(file_keys, wanted, keys, stored is not None and keys_ascending(stored))
+        rows = positions_of_keys(file_keys, wanted, keys, None if copy is None else copy.keys)
         if len(rows) == 0:
             continue
         take = pa.array(rows)

@@ -14,6 +14,13 @@ file's name (unique per file) and size, and checked against the file's row count
 per table, under `$AIRFLOW_PAIMON_LOOKUP_DIR` (default `<temp dir>/airflow-paimon-lookup`); an empty value
 turns them off, and every lookup then reads the data files themselves. A copy that cannot be made (a full disk,
 a column too large for one Arrow array) is skipped the same way: the answer never depends on the copies.
+
+As Paimon keeps its lookup files open in a cache for the writer's life, a process keeps the copies it mapped
+mapped for its next lookups (the `MAPPED_COPIES` most recently used; a copy found expired or pruned is dropped):
+a lookup then pays neither the mapping nor the faults of the pages an earlier one touched. A mapping holds no
+file descriptor, and the pages it touched are page cache, which the kernel can reclaim. A copy is never changed
+once written (it is replaced by a rename), so a mapping stays valid after another process replaces or deletes
+the file.
 """
 
 from __future__ import annotations
@@ -22,28 +29,33 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .kernels import ascending_integers
+from .kernels import SortedIntegers, ascending_integers
 from .manifest import DataFileMeta
 from .schema import KEY_FIELD_PREFIX
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["LOOKUP_DIR_ENV", "LookupFiles", "keys_ascending"]
+__all__ = ["LOOKUP_DIR_ENV", "MAPPED_COPIES", "LookupCopy", "LookupFiles", "keys_ascending"]
 
 LOOKUP_DIR_ENV = "AIRFLOW_PAIMON_LOOKUP_DIR"
 _SUFFIX = ".arrow"
 _KEYS_ASCENDING = b"airflow-paimon.keys-ascending"
 _log = logging.getLogger(__name__)
+MAPPED_COPIES = 256
 
 
 def keys_ascending(copy: pa.Table) -> bool:
@@ -57,6 +69,49 @@ def _mark_key_order(data: pa.Table) -> pa.Table:
     if len(keys) == 1 and ascending_integers(data.column(keys[0])) is not None:
         return data.replace_schema_metadata({**(data.schema.metadata or {}), _KEYS_ASCENDING: b"true"})
     return data
+
+
+class LookupCopy:
+    """The rows of one data file as its lookup file holds them."""
+
+    def __init__(self, data: pa.Table):
+        self.data = data
+
+    @cached_property
+    def keys(self) -> SortedIntegers | None:
+        """The only key column, searchable, when the copy recorded that it strictly increases (made once per copy
+        and kept with its mapping)."""
+        if not keys_ascending(self.data):
+            return None
+        (name,) = [n for n in self.data.column_names if n.startswith(KEY_FIELD_PREFIX)]
+        return SortedIntegers(np.asarray(self.data.column(name).to_numpy()))
+
+
+class _Mappings:
+    """The copies this process has mapped, most recently used last."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._copies: OrderedDict[Path, LookupCopy] = OrderedDict()
+
+    def get(self, copy: Path) -> LookupCopy:
+        """The mapped copy, mapping it now when this process has not."""
+        with self._lock:
+            mapped = self._copies.pop(copy, None)
+        if mapped is None:
+            mapped = LookupCopy(pa.ipc.open_file(pa.memory_map(str(copy))).read_all())
+        with self._lock:
+            self._copies[copy] = mapped
+            while len(self._copies) > MAPPED_COPIES:
+                self._copies.popitem(last=False)
+        return mapped
+
+    def drop(self, copy: Path) -> None:
+        with self._lock:
+            self._copies.pop(copy, None)
+
+
+_MAPPINGS = _Mappings()
 
 
 def _root() -> Path | None:
@@ -78,7 +133,7 @@ class LookupFiles:
         self.directory = None if root is None else root / digest
         self.built = 0
 
-    def open(self, path: str, meta: DataFileMeta) -> pa.Table | None:
+    def open(self, path: str, meta: DataFileMeta) -> LookupCopy | None:
         """Every column of the data file at `path` as stored, memory-mapped from its lookup file (made now when
         there is none); None when there is no usable copy, and the caller reads the data file."""
         if self.directory is None:
@@ -87,15 +142,16 @@ class LookupFiles:
         try:
             # A copy unused for longer than the retention has expired, as in Paimon: it is made again.
             if timedelta(seconds=time.time() - copy.stat().st_mtime) <= self.retention:
-                data = pa.ipc.open_file(pa.memory_map(str(copy))).read_all()
-                if data.num_rows == meta.row_count:
+                mapped = _MAPPINGS.get(copy)
+                if mapped.data.num_rows == meta.row_count:
                     os.utime(copy)
-                    return data
-        except (OSError, pa.ArrowInvalid):
+                    return mapped
+        except (OSError, ValueError, pa.ArrowInvalid):
             pass
+        _MAPPINGS.drop(copy)
         return self._build(path, copy)
 
-    def _build(self, path: str, copy: Path) -> pa.Table | None:
+    def _build(self, path: str, copy: Path) -> LookupCopy | None:
         try:
             with self.io.fs.open_input_file(self.io.fs_path(path)) as f:
                 data = _mark_key_order(pq.ParquetFile(f, pre_buffer=True).read().combine_chunks())
@@ -111,7 +167,7 @@ class LookupFiles:
             _log.warning("no lookup file for %s (%s): reading the data file instead", path, e)
             return None
         self.built += 1
-        return data   # the rows just read: this lookup needs no mapping of the copy it made
+        return LookupCopy(data)   # the rows just read: this lookup needs no mapping of the copy it made
 
     def prune(self) -> None:
         """Drop the copies unused for longer than the retention, then the least recently used ones while the
@@ -129,7 +185,7 @@ class LookupFiles:
             if stale or not entry.name.endswith(_SUFFIX):
                 # a partial copy older than the retention was left by a process that died while writing it
                 if stale:
-                    Path(entry.path).unlink(missing_ok=True)
+                    self._remove(Path(entry.path))
                 continue
             kept.append((stat.st_mtime, stat.st_size, entry.path))
         if self.max_bytes is None:
@@ -138,5 +194,10 @@ class LookupFiles:
         for _, size, name in sorted(kept):
             if total <= self.max_bytes:
                 break
-            Path(name).unlink(missing_ok=True)
+            self._remove(Path(name))
             total -= size
+
+    @staticmethod
+    def _remove(copy: Path) -> None:
+        _MAPPINGS.drop(copy)   # unmapped once no lookup holds its rows, so the disk space is freed
+        copy.unlink(missing_ok=True)

@@ -1,11 +1,12 @@
 """The shared Arrow kernels against plain-Python models: runs of equal keys, the last row of each key, the
-unique-key check and the before/after row diff."""
+unique-key check, the before/after row diff and the search of sorted integer keys."""
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from airflow_paimon.format.errors import DuplicateKeyError
 from airflow_paimon.format.kernels import (
+    SortedIntegers,
     check_unique_keys,
     diff_rows,
     equal_runs,
@@ -119,3 +121,18 @@ def test_diff_rows_matches_a_dict_model(before, after):
     assert got.column_names == ["k", "v", "_change"]
     rows = [(r["k"], r["v"], r["_change"]) for r in got.to_pylist()]
     assert len(rows) == len(expected) and set(rows) == expected
+
+
+@settings(max_examples=scaled(300), deadline=None)
+@given(st.integers(0, 4 * SortedIntegers.STRIDE + 3), st.integers(0, 2**32 - 1), st.integers(-10**9, 10**9),
+       st.lists(st.integers(-10**9 - 2, 10**9 + 2), max_size=20), st.sampled_from([np.int64, np.int32]))
+def test_sorted_integers_find_exactly_the_rows_of_the_present_keys(size, seed, first, absent, dtype):
+    """Sizes around whole blocks of the sample; sought keys below, between and above the stored ones and half of
+    the stored ones, in any order: the rows found are those a dict of the stored keys gives."""
+    rng = np.random.default_rng(seed)
+    values = (first + np.cumsum(rng.integers(1, 5, size))).astype(dtype)
+    present = rng.choice(values, size // 2, replace=False) if size else values
+    sought = rng.permutation(np.concatenate([present, np.array(absent, dtype=np.int64).astype(dtype)]))
+    row_of = {int(v): i for i, v in enumerate(values)}
+    expected = [row_of[int(k)] for k in sought if int(k) in row_of]
+    assert SortedIntegers(values).positions(sought).tolist() == expected

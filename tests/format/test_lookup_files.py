@@ -197,6 +197,7 @@ def test_a_copy_unused_for_longer_than_the_retention_is_made_again_before_use(ca
 def test_a_copy_records_that_its_keys_ascend_and_unsorted_keys_are_still_found(catalog, copies):
     """A copy made from a data file notes that its only key column strictly increases, so searches in it skip the
     order check; keys that do not ascend (a file no writer should make) are found by membership instead."""
+    from airflow_paimon.format.kernels import SortedIntegers
     from airflow_paimon.format.key_reads import positions_of_keys
     from airflow_paimon.format.lookup_files import keys_ascending
 
@@ -208,4 +209,56 @@ def test_a_copy_records_that_its_keys_ascend_and_unsorted_keys_are_still_found(c
     unsorted = pa.table({"k": pa.array([9, 2, 7, 4], pa.int64())})
     wanted = pa.table({"k": pa.array([4, 7], pa.int64())})
     assert positions_of_keys(unsorted, wanted, ["k"]).tolist() == [2, 3]
-    assert positions_of_keys(unsorted.sort_by("k"), wanted, ["k"], ascending=True).tolist() == [1, 2]
+    ordered = unsorted.sort_by("k")
+    index = SortedIntegers(ordered.column("k").to_numpy())
+    assert positions_of_keys(ordered, wanted, ["k"], index).tolist() == [1, 2]
+
+
+def _the_copy_and_its_file(t, copies):
+    (made,) = copy_files(copies)
+    (entry,) = [e for e in t.file_entries(t.latest_snapshot()) if made.name.startswith(e.file.file_name)]
+    return made, t.data_file_path((), 0, entry.file), entry.file
+
+
+def test_a_process_maps_a_copy_once_and_holds_no_file_open(catalog, copies):
+    """Later lookups of the process answer from the mapping the first one made, as Paimon keeps its lookup files
+    open for the writer's life; a mapping keeps no file descriptor."""
+    from airflow_paimon.format.lookup_files import LookupFiles
+
+    t = lookup_table(catalog)
+    t.write(kv([(k, "a", k) for k in range(100)]))
+    t.write(kv([(5, "b", 50)]))   # makes the copy
+    made, path, meta = _the_copy_and_its_file(t, copies)
+    descriptors = len(os.listdir("/proc/self/fd"))
+    mapped = LookupFiles(t).open(path, meta)
+    assert mapped is not None and mapped.keys is not None
+    assert LookupFiles(t).open(path, meta) is mapped
+    assert len(os.listdir("/proc/self/fd")) == descriptors
+    snap = t.write(kv([(6, "c", 60)]))
+    assert changelog_rows(t, snap) == [("-U", 6, "a", 6), ("+U", 6, "c", 60)]
+    assert LookupFiles(t).open(path, meta) is mapped and copy_files(copies) == [made]
+
+
+def test_a_mapping_is_dropped_with_its_expired_or_pruned_copy(catalog, copies):
+    """A copy found expired is made again and mapped anew; one pruned is unmapped, so its disk space is freed."""
+    from airflow_paimon.format.lookup_files import LookupFiles
+
+    t = lookup_table(catalog, **{"lookup.cache-file-retention": "1 h"})
+    t.write(kv([(k, "a", k) for k in range(100)]))
+    t.write(kv([(5, "b", 50)]))
+    made, path, meta = _the_copy_and_its_file(t, copies)
+    files = LookupFiles(t)
+    mapped = files.open(path, meta)
+    hour_ago = time.time() - 3601
+    os.utime(made, (hour_ago, hour_ago))
+    remade = files.open(path, meta)
+    assert files.built == 1 and remade is not mapped
+    assert files.open(path, meta) is not mapped   # the copy made again, mapped anew
+    os.utime(made, (hour_ago, hour_ago))
+    del mapped, remade
+    files.prune()
+    assert copy_files(copies) == []
+    with open("/proc/self/maps") as maps:
+        assert str(made) not in maps.read()   # unmapped: the deleted file's space is free
+    again = LookupFiles(t)
+    assert again.open(path, meta) is not None and again.built == 1
