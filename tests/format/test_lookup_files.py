@@ -262,3 +262,38 @@ def test_a_mapping_is_dropped_with_its_expired_or_pruned_copy(catalog, copies):
         assert str(made) not in maps.read()   # unmapped: the deleted file's space is free
     again = LookupFiles(t)
     assert again.open(path, meta) is not None and again.built == 1
+
+
+@pytest.mark.parametrize("key_type", [pa.int32(), pa.int16(), pa.date32(), pa.timestamp("us"),
+                                      pa.timestamp("ms", tz="UTC")], ids=str)
+def test_keys_of_every_integer_and_temporal_type_are_found_in_the_copies(catalog, copies, key_type):
+    """Keys stored as integers or times are searched through the copies' sampled index: updates of keys before,
+    inside and at the end of its blocks, and new keys between and beyond the stored ones."""
+    import datetime
+
+    def key(i):
+        if pa.types.is_date(key_type):
+            return datetime.date(2020, 1, 1) + datetime.timedelta(days=i)
+        if pa.types.is_timestamp(key_type):
+            tz = datetime.timezone.utc if key_type.tz else None
+            return datetime.datetime(2020, 1, 1, tzinfo=tz) + datetime.timedelta(seconds=i)
+        return i
+
+    schema = pa.schema([("k", key_type), ("v", pa.int64())])
+    t = catalog.create_table("db.typed", schema, primary_keys=["k"],
+                             options={"changelog-producer": "lookup", "bucket": "1"})
+
+    def rows(pairs):
+        return pa.table({"k": pa.array([key(i) for i, _ in pairs], key_type),
+                         "v": pa.array([v for _, v in pairs], pa.int64())})
+
+    t.write(rows([(i, i) for i in range(0, 600, 2)]))          # 300 even keys: several 64-key blocks
+    t.write(rows([(2, 20)]))                                    # makes the copy
+    assert copy_files(copies)
+    changed = [0, 126, 128, 298, 598]
+    added = [1, 127, 599, 700]
+    snap = t.write(rows([(i, 1000 + i) for i in changed + added]))
+    expected = sorted([("-U", key(i), i) for i in changed] + [("+U", key(i), 1000 + i) for i in changed] +
+                      [("+I", key(i), 1000 + i) for i in added], key=lambda r: (r[1], r[0] != "-U"))
+    got = changelog_rows(t, snap, ["k", "v"])
+    assert sorted(got, key=lambda r: (r[1], r[0] != "-U")) == expected
