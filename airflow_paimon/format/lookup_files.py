@@ -16,11 +16,12 @@ turns them off, and every lookup then reads the data files themselves. A copy th
 a column too large for one Arrow array) is skipped the same way: the answer never depends on the copies.
 
 As Paimon keeps its lookup files open in a cache for the writer's life, a process keeps the copies it mapped
-mapped for its next lookups (the `MAPPED_COPIES` most recently used; a copy found expired or pruned is dropped):
-a lookup then pays neither the mapping nor the faults of the pages an earlier one touched. A mapping holds no
-file descriptor, and the pages it touched are page cache, which the kernel can reclaim. A copy is never changed
-once written (it is replaced by a rename), so a mapping stays valid after another process replaces or deletes
-the file.
+mapped for its next lookups (the `MAPPED_COPIES` most recently used): a lookup then pays neither the mapping nor
+the faults of the pages an earlier one touched. A mapping holds no file descriptor, and the pages it touched
+are page cache, which the kernel can reclaim. A copy is never changed once written (it is replaced by a rename),
+so a mapping stays valid after another process replaces or deletes the file; but it would keep a deleted file's
+disk space, so a copy this process finds expired or prunes is unmapped at once, and at most every
+`SWEEP_SECONDS` the process unmaps the copies others deleted or replaced.
 """
 
 from __future__ import annotations
@@ -49,13 +50,14 @@ from .schema import KEY_FIELD_PREFIX
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["LOOKUP_DIR_ENV", "MAPPED_COPIES", "LookupCopy", "LookupFiles", "keys_ascending"]
+__all__ = ["LOOKUP_DIR_ENV", "MAPPED_COPIES", "SWEEP_SECONDS", "LookupCopy", "LookupFiles", "keys_ascending"]
 
 LOOKUP_DIR_ENV = "AIRFLOW_PAIMON_LOOKUP_DIR"
 _SUFFIX = ".arrow"
 _KEYS_ASCENDING = b"airflow-paimon.keys-ascending"
 _log = logging.getLogger(__name__)
 MAPPED_COPIES = 256
+SWEEP_SECONDS = 60.0
 
 
 def keys_ascending(copy: pa.Table) -> bool:
@@ -88,23 +90,42 @@ class LookupCopy:
 
 
 class _Mappings:
-    """The copies this process has mapped, most recently used last."""
+    """The copies this process has mapped, most recently used last, each with the file (inode) it maps."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._copies: OrderedDict[Path, LookupCopy] = OrderedDict()
+        self._copies: OrderedDict[Path, tuple[LookupCopy, int]] = OrderedDict()
+        self._swept = time.monotonic()
 
-    def get(self, copy: Path) -> LookupCopy:
-        """The mapped copy, mapping it now when this process has not."""
+    def get(self, copy: Path, inode: int) -> LookupCopy:
+        """The mapped copy (the file `inode`), mapping it now when this process has not (or has mapped a file
+        since replaced)."""
         with self._lock:
-            mapped = self._copies.pop(copy, None)
+            found = self._copies.pop(copy, None)
+        mapped = found[0] if found is not None and found[1] == inode else None
         if mapped is None:
             mapped = LookupCopy(pa.ipc.open_file(pa.memory_map(str(copy))).read_all())
         with self._lock:
-            self._copies[copy] = mapped
+            self._copies[copy] = (mapped, inode)
             while len(self._copies) > MAPPED_COPIES:
                 self._copies.popitem(last=False)
+        if time.monotonic() - self._swept > SWEEP_SECONDS:
+            self.sweep()
         return mapped
+
+    def sweep(self) -> None:
+        """Unmap the copies another process deleted or replaced: a mapping would keep a deleted file's disk space
+        allocated, beyond `lookup.cache-max-disk-size`, for as long as the process lives."""
+        self._swept = time.monotonic()
+        with self._lock:
+            held = list(self._copies.items())
+        for copy, (_, inode) in held:
+            try:
+                current: int | None = copy.stat().st_ino
+            except OSError:
+                current = None
+            if current != inode:
+                self.drop(copy)
 
     def drop(self, copy: Path) -> None:
         with self._lock:
@@ -141,8 +162,9 @@ class LookupFiles:
         copy = self.directory / f"{meta.file_name}-{meta.file_size}{_SUFFIX}"
         try:
             # A copy unused for longer than the retention has expired, as in Paimon: it is made again.
-            if timedelta(seconds=time.time() - copy.stat().st_mtime) <= self.retention:
-                mapped = _MAPPINGS.get(copy)
+            status = copy.stat()
+            if timedelta(seconds=time.time() - status.st_mtime) <= self.retention:
+                mapped = _MAPPINGS.get(copy, status.st_ino)
                 if mapped.data.num_rows == meta.row_count:
                     os.utime(copy)
                     return mapped

@@ -297,3 +297,34 @@ def test_keys_of_every_integer_and_temporal_type_are_found_in_the_copies(catalog
                       [("+I", key(i), 1000 + i) for i in added], key=lambda r: (r[1], r[0] != "-U"))
     got = changelog_rows(t, snap, ["k", "v"])
     assert sorted(got, key=lambda r: (r[1], r[0] != "-U")) == expected
+
+
+def test_mappings_of_copies_another_process_replaced_or_deleted_are_dropped(catalog, copies, monkeypatch):
+    """A copy replaced since it was mapped is mapped anew; one deleted is unmapped by the next sweep, so the
+    process does not keep its disk space."""
+    import shutil
+
+    from airflow_paimon.format import lookup_files
+    from airflow_paimon.format.lookup_files import LookupFiles
+
+    t = lookup_table(catalog)
+    t.write(kv([(k, "a", k) for k in range(100)]))
+    t.write(kv([(5, "b", 50)]))
+    made, path, meta = _the_copy_and_its_file(t, copies)
+    mapped = LookupFiles(t).open(path, meta)
+    twin = made.with_name("twin")
+    shutil.copyfile(made, twin)
+    os.replace(twin, made)                                  # another process made the copy again
+    remapped = LookupFiles(t).open(path, meta)
+    assert remapped is not mapped and remapped is not None
+    assert remapped.data.equals(mapped.data)
+    del mapped
+    made.unlink()                                           # another process pruned it
+    monkeypatch.setattr(lookup_files, "SWEEP_SECONDS", -1.0)
+    del remapped
+    t.write(kv([(k, "c", k) for k in range(200, 210)]))
+    t.write(kv([(201, "d", 2010)]))                         # makes the copy of that file
+    snap = t.write(kv([(202, "d", 2020)]))                  # maps it: the sweep runs
+    assert changelog_rows(t, snap) == [("-U", 202, "c", 202), ("+U", 202, "d", 2020)]
+    with open("/proc/self/maps") as maps:
+        assert str(made) not in maps.read()
