@@ -66,8 +66,12 @@ def keys_ascending(copy: pa.Table) -> bool:
     return (copy.schema.metadata or {}).get(_KEYS_ASCENDING) == b"true"
 
 
+def _key_columns(data: pa.Table) -> list[str]:
+    return [n for n in data.column_names if n.startswith(KEY_FIELD_PREFIX)]
+
+
 def _mark_key_order(data: pa.Table) -> pa.Table:
-    keys = [n for n in data.column_names if n.startswith(KEY_FIELD_PREFIX)]
+    keys = _key_columns(data)
     if len(keys) == 1 and ascending_integers(data.column(keys[0])) is not None:
         return data.replace_schema_metadata({**(data.schema.metadata or {}), _KEYS_ASCENDING: b"true"})
     return data
@@ -85,7 +89,7 @@ class LookupCopy:
         and kept with its mapping)."""
         if not keys_ascending(self.data):
             return None
-        (name,) = [n for n in self.data.column_names if n.startswith(KEY_FIELD_PREFIX)]
+        (name,) = _key_columns(self.data)
         return SortedIntegers(np.asarray(self.data.column(name).to_numpy()))
 
 
@@ -168,7 +172,7 @@ class LookupFiles:
                 if mapped.data.num_rows == meta.row_count:
                     os.utime(copy)
                     return mapped
-        except (OSError, ValueError, pa.ArrowInvalid):
+        except (OSError, pa.ArrowInvalid):
             pass
         _MAPPINGS.drop(copy)
         return self._build(path, copy)
