@@ -152,6 +152,12 @@ def _nearly_unique(col: pa.ChunkedArray, sample_rows: np.ndarray | None) -> bool
     return distinct >= 0.9 * (n - col.null_count) or distinct * width > DICTIONARY_PAGE_LIMIT
 
 
+ROW_GROUP_ROWS = 131_072
+"""Rows per Parquet row group of the files written here. A merge-on-read skips the row groups of older files whose
+every row a newer file replaced (read.py), so groups much smaller than a file pay off; much smaller ones would
+cost statistics, pages and compression. DuckDB writes 122,880 rows per group."""
+
+
 def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
                   unique_columns: Sequence[str] = ()) -> int:
     """Write one Parquet file; returns its size in bytes.
@@ -173,7 +179,7 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
         pq.write_table(table, out, compression=compression,  # type: ignore[arg-type]
                        write_statistics=True, store_schema=False,
                        use_dictionary=dictionary,  # type: ignore[arg-type]
-                       column_encoding=encodings or None)
+                       column_encoding=encodings or None, row_group_size=ROW_GROUP_ROWS)
         return int(out.tell())
 
 

@@ -24,7 +24,8 @@ from .errors import UnsupportedTableError
 from .fileio import FileIO
 from .schema import TableSchema
 
-__all__ = ["FileColumns", "file_columns", "read_data_file", "evolved", "cast_evolved", "monotonic_cast"]
+__all__ = ["DataFileReader", "FileColumns", "file_columns", "read_data_file", "evolved", "cast_evolved",
+           "monotonic_cast"]
 
 
 @dataclass(frozen=True)
@@ -113,35 +114,68 @@ def _dictionary_columns(parquet: pq.ParquetFile, names: list[str]) -> list[str]:
     return out
 
 
-def _read_parquet(io: FileIO, path: str, names: list[str], rows: pa.Array | None = None) -> pa.Table:
-    """The named columns of one Parquet file (only `rows`, when given); names the file lacks (a writer that left
-    them out) are absent."""
-    if not path.endswith(".parquet"):
-        # Paimon writes a file in the format its name ends with: a table whose file.format was changed keeps
-        # its older files in the old format.
-        raise UnsupportedTableError(f"{path} is written in the {path.rsplit('.', 1)[-1]!r} format: only Parquet "
-                                    "files are read here")
-    # One open, no dataset layer (pq.read_table builds a dataset per call); pre-buffered as read_table is, which
-    # coalesces the column chunks' reads into few requests on an object store.
-    with io.fs.open_input_file(io.fs_path(path)) as f:
-        parquet = pq.ParquetFile(f, pre_buffer=True)
-        present = [n for n in names if n in set(parquet.schema_arrow.names)]
-        if rows is None:
-            return parquet.read(columns=present)
-        dictionary = _dictionary_columns(parquet, present)
-        if dictionary:
-            parquet = pq.ParquetFile(f, pre_buffer=True, metadata=parquet.metadata, read_dictionary=dictionary)
-        data = parquet.read(columns=present).take(rows)
-    return pa.Table.from_arrays(
-        [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in data.columns],
-        names=data.column_names)
+class DataFileReader:
+    """One Parquet data file opened once (its footer read once) for one or more reads of its columns: a merge
+    reads the keys of every file first, then the other columns of only the row groups that hold a surviving row.
+    Names here are the file's own (see `file_columns`); names the file lacks (a writer that left them out) are
+    absent from what is read."""
+
+    def __init__(self, io: FileIO, path: str):
+        if not path.endswith(".parquet"):
+            # Paimon writes a file in the format its name ends with: a table whose file.format was changed keeps
+            # its older files in the old format.
+            raise UnsupportedTableError(f"{path} is written in the {path.rsplit('.', 1)[-1]!r} format: only "
+                                        "Parquet files are read here")
+        self.path = path
+        self._file = io.fs.open_input_file(io.fs_path(path))
+        # One open, no dataset layer (pq.read_table builds a dataset per call); pre-buffered as read_table is,
+        # which coalesces the column chunks' reads into few requests on an object store.
+        self._parquet = pq.ParquetFile(self._file, pre_buffer=True)
+
+    def __enter__(self) -> "DataFileReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    @property
+    def group_rows(self) -> list[int]:
+        """The number of rows of each row group, in file order."""
+        meta = self._parquet.metadata
+        return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+
+    def stored(self, names: list[str], groups: list[int] | None = None, rows: pa.Array | None = None) -> pa.Table:
+        """The named columns as stored, strings decoded: of the row groups `groups` only, when given; then only
+        the rows at the positions `rows` (in what was read), when given.
+
+        A string column that is a small dictionary in every chunk is read as that dictionary and decoded last,
+        only for the rows kept: even for all rows, Arrow's decoding straight to plain strings costs more than
+        the indices plus one gather from the dictionary."""
+        present = [n for n in names if n in set(self._parquet.schema_arrow.names)]
+        dictionary = _dictionary_columns(self._parquet, present)
+        parquet = self._parquet if not dictionary else pq.ParquetFile(
+            self._file, pre_buffer=True, metadata=self._parquet.metadata, read_dictionary=dictionary)
+        data = parquet.read(columns=present) if groups is None else parquet.read_row_groups(groups, columns=present)
+        if rows is not None:
+            data = data.take(rows)
+        if not dictionary:
+            return data
+        return pa.Table.from_arrays(
+            [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in data.columns],
+            names=data.column_names)
+
+    def read(self, columns: FileColumns, target: pa.Schema, groups: list[int] | None = None,
+             rows: pa.Array | None = None) -> pa.Table:
+        """`columns` (see `stored` for `groups` and `rows`), named and typed as `target`."""
+        return evolved(self.stored(columns.to_read, groups, rows), columns, target, self.path)
 
 
 def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schema,
                    rows: pa.Array | None = None) -> pa.Table:
     """One data file's columns (only the rows at the sorted positions `rows`, when given), named and typed as
     `target` (which holds `columns.names`)."""
-    return evolved(_read_parquet(io, path, columns.to_read, rows), columns, target, path)
+    with DataFileReader(io, path) as reader:
+        return reader.read(columns, target, rows=rows)
 
 
 def evolved(data: pa.Table, columns: FileColumns, target: pa.Schema, path: str) -> pa.Table:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 from .data_file import DELETE, UPDATE_BEFORE
 from .deletion_vectors import keep_mask, read_deletion_files
 from .errors import InvalidOptionError
-from .evolution import file_columns, read_data_file
+from .evolution import DataFileReader, file_columns, read_data_file
 from .kernels import last_of_each_key
 from .scan import Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
@@ -146,6 +147,61 @@ def take_rows(data: pa.Table, rows: np.ndarray) -> pa.Table:
     return pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
 
 
+def merge_ordered_runs(table: "Table", split: Split, columns: list[str], schema: pa.Schema, key: str) -> pa.Table:
+    """`merge_on_read` of files whose sequence numbers are ordered, oldest first, keyed by one integer column
+    (no `sequence.field`): the newest row of each key, retractions dropped, `columns` plus `_VALUE_KIND`.
+
+    The key and row kind of every file are read and merged first; the other columns are then read only from the
+    row groups that hold a surviving row. A row group whose every key a newer file rewrote (or retracted) is never
+    decoded: an increment that rewrites a range of keys (often the recent ones) spares the older files' groups in
+    that range."""
+    current = table.schema()
+    first = [key, VALUE_KIND]
+    rest = [c for c in columns if c not in first]
+    with ExitStack() as stack:
+        readers = [stack.enter_context(DataFileReader(table.io, table.data_file_path(split.partition, split.bucket,
+                                                                                     meta)))
+                   for meta in split.files]
+        written = [table.schema_by_id(meta.schema_id) for meta in split.files]
+        group_sizes = [r.group_rows for r in readers]
+        if all(len(groups) <= 1 for groups in group_sizes):
+            # whole files (as Paimon's writers make them, one group up to 128 MB): one read each, then the merge
+            return merge_on_read([r.read(file_columns(current, w, first + rest), schema)
+                                  for r, w in zip(readers, written)], [key], [], True)
+        keyed = pa.concat_tables([r.read(file_columns(current, w, first), schema) for r, w in zip(readers, written)])
+        values = keyed.column(key).to_numpy()
+        # Runs are concatenated oldest first: a stable sort on the key leaves each key's versions in sequence
+        # order (timsort merges the sorted runs in linear time), and the last of each key is the newest.
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        keep = np.ones(len(order), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=keep[:-1])
+        kinds = keyed.column(VALUE_KIND).to_numpy()[order]
+        keep &= (kinds != UPDATE_BEFORE) & (kinds != DELETE)
+        rows = order[keep]   # positions in the files' rows, concatenated oldest first
+        if not rest:
+            return take_rows(keyed, rows)
+        sizes = np.array([n for per_file in group_sizes for n in per_file], dtype=np.int64)  # all files' groups
+        live = np.zeros(len(order), dtype=bool)
+        live[rows] = True
+        wanted = (sizes > 0) & np.logical_or.reduceat(live, np.concatenate(([0], np.cumsum(sizes)[:-1]))) \
+            if len(order) else np.zeros(len(sizes), dtype=bool)
+        skipped = np.where(wanted, 0, sizes)
+        # the same rows among the groups read: less the rows of the groups skipped before each
+        positions = rows - np.repeat(np.cumsum(skipped) - skipped, sizes)[rows]
+        parts, first_group = [], 0
+        for reader, w, groups in zip(readers, written, group_sizes):
+            mine = np.flatnonzero(wanted[first_group:first_group + len(groups)])
+            first_group += len(groups)
+            if len(mine):
+                parts.append(reader.read(file_columns(current, w, rest), schema,
+                                         None if len(mine) == len(groups) else mine.tolist()))
+    others = pa.concat_tables(parts) if parts else pa.schema([schema.field(c) for c in rest]).empty_table()
+    merged_keys, merged_others = take_rows(keyed, rows), take_rows(others, positions)
+    return pa.Table.from_arrays(merged_keys.columns + merged_others.columns,
+                                names=merged_keys.column_names + merged_others.column_names)
+
+
 def read_split(table: "Table", split: Split, columns: Sequence[str] | None = None,
                filter: ds.Expression | None = None) -> pa.Table:
     """Rows of one split, merged, filtered and projected."""
@@ -187,11 +243,15 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
             len(split.files) == 1
             or (ordered and len(keys) == 1 and pa.types.is_integer(logical.field(keys[0]).type)))
         system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
-        parts = read_files(table, split, needed + [c for c in system if c not in needed], file_schema)
-        # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
         options = table.core_options
-        data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
-                             ignore_delete=options.ignore_delete)
+        if key_sort_suffices and len(split.files) > 1 and not options.ignore_delete \
+                and split.deletion_files is None:
+            data = merge_ordered_runs(table, split, needed, file_schema, keys[0])
+        else:
+            parts = read_files(table, split, needed + [c for c in system if c not in needed], file_schema)
+            # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
+            data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
+                                 ignore_delete=options.ignore_delete)
     else:
         parts = read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]

@@ -1,6 +1,7 @@
 """Merge-on-read's row gathering: a few runs of consecutive rows become zero-copy slices, anything else a take;
 both give exactly the rows `Table.take` gives, and a merge of two overlapping commits reads back what a model
-of the newest version per key says."""
+of the newest version per key says. Files of many row groups: the groups whose every row a newer file rewrote or
+deleted are never decoded, and what is read still equals the model."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from airflow_paimon.format import Catalog, SchemaChange, data_file
+from airflow_paimon.format.evolution import DataFileReader
 from airflow_paimon.format.read import MAX_SLICED_RUNS, take_rows
 from tests.sizes import scaled
 
@@ -60,3 +63,92 @@ def test_merge_of_overlapping_commits_keeps_the_newest_version(catalog):
     got = table.read()
     assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist())) == expected
     assert got.num_rows == len(expected)
+
+
+def _decoded_groups(monkeypatch) -> list[tuple[str, list[int] | None, tuple[str, ...]]]:
+    """Records each read of a data file's columns: (file name, row groups asked for, columns)."""
+    calls: list[tuple[str, list[int] | None, tuple[str, ...]]] = []
+    stored = DataFileReader.stored
+
+    def spy(self, names, groups=None, rows=None):
+        calls.append((self.path.rsplit("/", 1)[-1], groups, tuple(names)))
+        return stored(self, names, groups, rows)
+
+    monkeypatch.setattr(DataFileReader, "stored", spy)
+    return calls
+
+
+def test_row_groups_a_newer_file_rewrote_entirely_are_never_decoded(catalog, monkeypatch):
+    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 100)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    table.write(pa.table({"id": np.arange(1000, dtype=np.int64), "v": [f"a{i}" for i in range(1000)]}, schema=schema))
+    # keys 450-1099: groups 5-9 of the first file (rows 500-999) are rewritten whole, group 4 only in part
+    table.write(pa.table({"id": np.arange(450, 1100, dtype=np.int64), "v": [f"b{i}" for i in range(450, 1100)]},
+                         schema=schema))
+    older = next(e.file.file_name for e in table.file_entries(table.latest_snapshot()) if e.file.row_count == 1000)
+    calls = _decoded_groups(monkeypatch)
+    got = table.read()
+    assert got.column("id").to_pylist() == list(range(1100))
+    assert got.column("v").to_pylist() == [f"a{i}" for i in range(450)] + [f"b{i}" for i in range(450, 1100)]
+    values_of_older = [groups for name, groups, names in calls if name == older and "v" in names]
+    assert values_of_older == [[0, 1, 2, 3, 4]]
+    # deleting keys spares their groups too
+    table.delete(pa.table({"id": np.arange(0, 400, dtype=np.int64)}))
+    calls.clear()
+    got = table.read()
+    assert got.column("id").to_pylist() == list(range(400, 1100))
+    assert [groups for name, groups, names in calls if name == older and "v" in names] == [[4]]
+
+
+def test_columns_added_later_read_as_null_from_the_groups_read(catalog, monkeypatch):
+    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 3)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    table.write(pa.table({"id": np.arange(20, dtype=np.int64), "v": [f"a{i}" for i in range(20)]}, schema=schema))
+    table.alter(SchemaChange.add_column("w", "INT"))
+    later = pa.table({"id": np.arange(10, 30, dtype=np.int64), "v": [f"b{i}" for i in range(10, 30)],
+                      "w": pa.array(range(10, 30), pa.int32())})
+    table.write(later)
+    got = table.read()
+    assert got.column("id").to_pylist() == list(range(30))
+    assert got.column("w").to_pylist() == [None] * 10 + list(range(10, 30))
+    assert got.column("v").to_pylist() == [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10, 30)]
+    assert table.read(columns=["w"]).column("w").to_pylist() == [None] * 10 + list(range(10, 30))
+
+
+@settings(max_examples=scaled(60), deadline=None)
+@given(group_rows=st.integers(1, 6),
+       commits=st.lists(st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=30),
+                        min_size=2, max_size=5),
+       columns=st.sampled_from([None, ["id"], ["v"], ["v", "id"]]))
+def test_merge_of_many_row_groups_matches_a_model(tmp_path_factory, group_rows, commits, columns):
+    """Commits of upserts and deletes (True: delete) into files of `group_rows`-row groups read back as the
+    model's newest value per key, whatever groups the merge skips."""
+    data_file.ROW_GROUP_ROWS, saved = group_rows, data_file.ROW_GROUP_ROWS
+    try:
+        catalog = Catalog(str(tmp_path_factory.mktemp("wh")))
+        catalog.create_database("db")
+        schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+        table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "2"})
+        model: dict[int, str] = {}
+        for number, commit in enumerate(commits):
+            latest = {key: delete for key, delete in commit}   # one change per key and commit
+            upserts = sorted(k for k, delete in latest.items() if not delete)
+            deletes = sorted(k for k, delete in latest.items() if delete)
+            if upserts:
+                table.write(pa.table({"id": pa.array(upserts, pa.int64()), "v": [f"c{number}-{k}" for k in upserts]},
+                                     schema=schema))
+            if deletes:
+                table.delete(pa.table({"id": pa.array(deletes, pa.int64())}))
+            model.update({k: f"c{number}-{k}" for k in upserts})
+            for k in deletes:
+                model.pop(k, None)
+        got = table.read(columns=columns).to_pylist()
+        expected = [{"id": k, "v": v} for k, v in sorted(model.items())]
+        if columns is not None:
+            expected = [{c: row[c] for c in columns} for row in expected]
+        key = (lambda r: r["id"]) if columns is None or "id" in columns else (lambda r: r["v"])
+        assert sorted(got, key=key) == sorted(expected, key=key)
+    finally:
+        data_file.ROW_GROUP_ROWS = saved
