@@ -127,7 +127,7 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     keep = insert | update_after | delete | update_before
     out = both.drop_columns([_SIDE])
     out = out.set_column(out.column_names.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
-    return out.filter(pa.array(keep))
+    return out if keep.all() else out.filter(pa.array(keep))
 
 
 def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
