@@ -184,8 +184,10 @@ def merge_ordered_runs(table: "Table", split: Split, columns: list[str], schema:
         sizes = np.array([n for per_file in group_sizes for n in per_file], dtype=np.int64)  # all files' groups
         live = np.zeros(len(order), dtype=bool)
         live[rows] = True
-        wanted = (sizes > 0) & np.logical_or.reduceat(live, np.concatenate(([0], np.cumsum(sizes)[:-1]))) \
-            if len(order) else np.zeros(len(sizes), dtype=bool)
+        wanted = np.zeros(len(sizes), dtype=bool)
+        filled = sizes > 0   # (a writer may leave an empty group: reduceat must not start one past the end)
+        if filled.any():
+            wanted[filled] = np.logical_or.reduceat(live, np.concatenate(([0], np.cumsum(sizes)[:-1]))[filled])
         skipped = np.where(wanted, 0, sizes)
         # the same rows among the groups read: less the rows of the groups skipped before each
         positions = rows - np.repeat(np.cumsum(skipped) - skipped, sizes)[rows]

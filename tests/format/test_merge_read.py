@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,23 @@ def test_merge_of_many_row_groups_matches_a_model(tmp_path_factory, group_rows, 
         assert sorted(got, key=key) == sorted(expected, key=key)
     finally:
         data_file.ROW_GROUP_ROWS = saved
+
+
+def test_an_empty_row_group_left_by_another_writer_is_merged_past(catalog, monkeypatch):
+    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 10)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    table.write(pa.table({"id": np.arange(50, dtype=np.int64), "v": [f"a{i}" for i in range(50)]}, schema=schema))
+    table.write(pa.table({"id": np.arange(25, 60, dtype=np.int64), "v": [f"b{i}" for i in range(25, 60)]},
+                         schema=schema))
+    for entry in table.file_entries(table.latest_snapshot()):   # each file: the same rows, then a group of none
+        path = table.data_file_path((), 0, entry.file)
+        rows = pq.read_table(path)
+        with pq.ParquetWriter(path, pq.read_schema(path)) as writer:
+            writer.write_table(rows, row_group_size=10)
+            writer.write_table(rows.slice(0, 0))
+        meta = pq.ParquetFile(path).metadata
+        assert meta.row_group(meta.num_row_groups - 1).num_rows == 0
+    got = table.read()
+    assert got.column("id").to_pylist() == list(range(60))
+    assert got.column("v").to_pylist() == [f"a{i}" for i in range(25)] + [f"b{i}" for i in range(25, 60)]
