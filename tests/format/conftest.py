@@ -11,12 +11,14 @@ from tests.s3_server import s3_server, s3_warehouse  # noqa: F401  (fixtures)
 # left out of `make test-fast`): their tests take the `warehouse` fixture, directly or through `catalog`.
 ON_OBJECT_STORE = {"test_table", "test_conditional_writes", "test_rollback"}
 # Modules where only representative tests run a second time on the S3 server (each costs seconds there): tags,
-# expiry, orphan cleanup and the change feed, whose deletes and listings differ most between a disk and a store.
+# expiry, orphan cleanup and the change feed, whose deletes and listings differ most between a disk and a store;
+# the merge-on-read that reads a file twice through one open handle (keys, then the groups it keeps).
 ON_OBJECT_STORE_TESTS = {
     "test_tags": {"test_create_from_latest_writes_the_snapshot_json", "test_delete_removes_files_only_that_tag_used"},
     "test_expire": {"test_expiry_deletes_only_files_nothing_retained_uses"},
     "test_orphans": {"test_removes_old_unreferenced_files_only", "test_young_files_are_kept_by_default"},
     "test_changes": {"test_diff_between_tags_after_the_snapshots_between_expired"},
+    "test_merge_read": {"test_row_groups_a_newer_file_rewrote_entirely_are_never_decoded"},
 }
 # Random histories of many commits: two minutes each on the S3 server, where the concurrency test covers commits.
 LOCAL_ONLY = {"test_random_commits_match_a_model"}
