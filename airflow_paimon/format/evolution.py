@@ -151,7 +151,8 @@ class DataFileReader:
         A string column that is a small dictionary in every chunk is read as that dictionary and decoded last,
         only for the rows kept: even for all rows, Arrow's decoding straight to plain strings costs more than
         the indices plus one gather from the dictionary."""
-        present = [n for n in names if n in set(self._parquet.schema_arrow.names)]
+        stored_names = set(self._parquet.schema_arrow.names)
+        present = [n for n in names if n in stored_names]
         dictionary = _dictionary_columns(self._parquet, present)
         parquet = self._parquet if not dictionary else pq.ParquetFile(
             self._file, pre_buffer=True, metadata=self._parquet.metadata, read_dictionary=dictionary)

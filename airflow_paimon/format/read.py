@@ -85,6 +85,17 @@ def with_default_values(table: "Table", data: pa.Table) -> pa.Table:
     return data
 
 
+def _newest_of_runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, keep): the rows of key-sorted runs concatenated oldest first, ordered by key, and the mask of the
+    newest version of each key in that order. A stable sort on the key alone leaves each key's versions in
+    sequence order; timsort merges the pre-sorted runs in linear time. Key columns hold no nulls."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    keep = np.ones(len(order), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[:-1])
+    return order, keep
+
+
 def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequence[str],
                   ordered_runs: bool, has_retractions: bool = True, *, seq_descending: bool = False,
                   ignore_delete: bool = False) -> pa.Table:
@@ -107,13 +118,7 @@ def merge_on_read(parts: list[pa.Table], keys: Sequence[str], seq_fields: Sequen
         order = None  # a data file holds each key once, sorted
         keep = last_of_each_key([data.column(k) for k in keys], n)
     elif ordered_runs and not seq_fields and int_key:
-        # Runs are concatenated oldest first, so a stable sort on the key alone leaves each key's versions in
-        # sequence order; timsort merges the pre-sorted runs in linear time. Key columns hold no nulls.
-        key = data.column(keys[0]).to_numpy()
-        order = np.argsort(key, kind="stable")
-        sorted_key = key[order]
-        keep = np.ones(n, dtype=bool)
-        np.not_equal(sorted_key[1:], sorted_key[:-1], out=keep[:-1])
+        order, keep = _newest_of_runs(data.column(keys[0]).to_numpy())
     else:
         order = version_sort_indices(data, keys, seq_fields, seq_descending, [SEQUENCE_NUMBER])
         keep = last_of_each_key([data.column(k).take(order) for k in keys], n)
@@ -169,13 +174,7 @@ def merge_ordered_runs(table: "Table", split: Split, columns: list[str], schema:
             return merge_on_read([r.read(file_columns(current, w, first + rest), schema)
                                   for r, w in zip(readers, written)], [key], [], True)
         keyed = pa.concat_tables([r.read(file_columns(current, w, first), schema) for r, w in zip(readers, written)])
-        values = keyed.column(key).to_numpy()
-        # Runs are concatenated oldest first: a stable sort on the key leaves each key's versions in sequence
-        # order (timsort merges the sorted runs in linear time), and the last of each key is the newest.
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        keep = np.ones(len(order), dtype=bool)
-        np.not_equal(ordered[1:], ordered[:-1], out=keep[:-1])
+        order, keep = _newest_of_runs(keyed.column(key).to_numpy())
         kinds = keyed.column(VALUE_KIND).to_numpy()[order]
         keep &= (kinds != UPDATE_BEFORE) & (kinds != DELETE)
         rows = order[keep]   # positions in the files' rows, concatenated oldest first

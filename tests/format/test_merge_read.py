@@ -66,6 +66,20 @@ def test_merge_of_overlapping_commits_keeps_the_newest_version(catalog):
     assert got.num_rows == len(expected)
 
 
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def _rows(start: int, stop: int, prefix: str) -> pa.Table:
+    return pa.table({"id": np.arange(start, stop, dtype=np.int64), "v": [f"{prefix}{i}" for i in range(start, stop)]},
+                    schema=SCHEMA)
+
+
+def _one_bucket(catalog, monkeypatch, group_rows: int):
+    """A one-bucket table of `SCHEMA` whose files are written in row groups of `group_rows` rows."""
+    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", group_rows)
+    return catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+
+
 def _decoded_groups(monkeypatch) -> list[tuple[str, list[int] | None, tuple[str, ...]]]:
     """Records each read of a data file's columns: (file name, row groups asked for, columns)."""
     calls: list[tuple[str, list[int] | None, tuple[str, ...]]] = []
@@ -80,13 +94,10 @@ def _decoded_groups(monkeypatch) -> list[tuple[str, list[int] | None, tuple[str,
 
 
 def test_row_groups_a_newer_file_rewrote_entirely_are_never_decoded(catalog, monkeypatch):
-    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 100)
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
-    table.write(pa.table({"id": np.arange(1000, dtype=np.int64), "v": [f"a{i}" for i in range(1000)]}, schema=schema))
+    table = _one_bucket(catalog, monkeypatch, 100)
+    table.write(_rows(0, 1000, "a"))
     # keys 450-1099: groups 5-9 of the first file (rows 500-999) are rewritten whole, group 4 only in part
-    table.write(pa.table({"id": np.arange(450, 1100, dtype=np.int64), "v": [f"b{i}" for i in range(450, 1100)]},
-                         schema=schema))
+    table.write(_rows(450, 1100, "b"))
     older = next(e.file.file_name for e in table.file_entries(table.latest_snapshot()) if e.file.row_count == 1000)
     calls = _decoded_groups(monkeypatch)
     got = table.read()
@@ -103,10 +114,8 @@ def test_row_groups_a_newer_file_rewrote_entirely_are_never_decoded(catalog, mon
 
 
 def test_columns_added_later_read_as_null_from_the_groups_read(catalog, monkeypatch):
-    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 3)
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
-    table.write(pa.table({"id": np.arange(20, dtype=np.int64), "v": [f"a{i}" for i in range(20)]}, schema=schema))
+    table = _one_bucket(catalog, monkeypatch, 3)
+    table.write(_rows(0, 20, "a"))
     table.alter(SchemaChange.add_column("w", "INT"))
     later = pa.table({"id": np.arange(10, 30, dtype=np.int64), "v": [f"b{i}" for i in range(10, 30)],
                       "w": pa.array(range(10, 30), pa.int32())})
@@ -156,12 +165,9 @@ def test_merge_of_many_row_groups_matches_a_model(tmp_path_factory, group_rows, 
 
 
 def test_an_empty_row_group_left_by_another_writer_is_merged_past(catalog, monkeypatch):
-    monkeypatch.setattr(data_file, "ROW_GROUP_ROWS", 10)
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
-    table.write(pa.table({"id": np.arange(50, dtype=np.int64), "v": [f"a{i}" for i in range(50)]}, schema=schema))
-    table.write(pa.table({"id": np.arange(25, 60, dtype=np.int64), "v": [f"b{i}" for i in range(25, 60)]},
-                         schema=schema))
+    table = _one_bucket(catalog, monkeypatch, 10)
+    table.write(_rows(0, 50, "a"))
+    table.write(_rows(25, 60, "b"))
     for entry in table.file_entries(table.latest_snapshot()):   # each file: the same rows, then a group of none
         path = table.data_file_path((), 0, entry.file)
         rows = pq.read_table(path)
