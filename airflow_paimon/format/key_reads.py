@@ -20,12 +20,14 @@ from .evolution import evolved, file_columns, read_data_file
 from .kernels import SortedIntegers, ascending_integers
 from .lookup_files import LookupFiles
 from .manifest import DataFileMeta
+from .read import fill_partition, merge_on_read, read_split, with_default_values
 from .scan import Split
+from .schema import SEQUENCE_NUMBER, VALUE_KIND
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["may_hold_keys", "read_rows_of_keys"]
+__all__ = ["may_hold_keys", "read_rows_of_keys", "read_split_of_keys"]
 
 _ROW = "__row"
 
@@ -121,3 +123,37 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
     if lookup_files.built:
         lookup_files.prune()
     return out
+
+
+def read_split_of_keys(table: "Table", split: Split, columns: Sequence[str], wanted: pa.Table) -> pa.Table:
+    """`read_split(table, split, columns)` of only the keys in `wanted` (rows of the trimmed primary keys): the
+    merged row of each of those keys that has one.
+
+    A key's merged row depends on that key's versions alone, so merging only the versions of the wanted keys
+    gives exactly their rows of the whole split's merge, and the cost follows the keys asked for, not the bucket.
+    A split with deletion vectors is read whole and then narrowed: a lookup file holds the rows a vector
+    deletes."""
+    if not table.is_primary_key:
+        raise ValueError(f"{table.identifier} has no primary key: its rows cannot be read by key")
+    keys = table.schema().trimmed_primary_keys
+    wanted = wanted.select(keys).drop_null()
+    if split.deletion_files is not None:
+        rows = read_split(table, split, list(dict.fromkeys(list(columns) + keys)))
+        found = positions_of_keys(rows.select(keys), wanted, keys)
+        return rows.take(pa.array(found)).select(list(columns))
+    logical = table.schema().logical_arrow_schema()
+    seq_fields = list(table.core_options.sequence_fields)
+    needed = list(dict.fromkeys([c for c in columns if c not in (SEQUENCE_NUMBER, VALUE_KIND)] + keys + seq_fields
+                                + [k for k in table.schema().partition_keys]))
+    schema = pa.schema([f.with_nullable(True) for f in logical] +
+                       [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+    parts = read_rows_of_keys(table, split, needed + [SEQUENCE_NUMBER, VALUE_KIND], schema, wanted)
+    if not parts:
+        merged = pa.schema([schema.field(c) for c in needed + [SEQUENCE_NUMBER, VALUE_KIND]]).empty_table()
+    else:
+        files = split.files
+        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
+        options = table.core_options
+        merged = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
+                               ignore_delete=options.ignore_delete)
+    return with_default_values(table, fill_partition(table, split, merged)).select(list(columns))

@@ -59,7 +59,7 @@ def source_rows() -> list[tuple]:
             (11, "y", 11, "w11", "D"), (40, "x", 40, "-", "D"), (31, "y", 31, "new", "I"), (32, "x", 32, "n", "I")]
 
 
-def model(target: pa.Table, source: list[tuple], plain: bool) -> tuple[pa.Table, pa.Array]:
+def model(target: pa.Table, source: list[tuple], plain: bool, by_source: bool = True) -> tuple[pa.Table, pa.Array]:
     """What the MERGE changes, as rows and kinds for `Table.write` (the rows of deleted keys as the target
     holds them)."""
     held = {(r["k"], r["p"]): r for r in target.to_pylist()}
@@ -79,7 +79,7 @@ def model(target: pa.Table, source: list[tuple], plain: bool) -> tuple[pa.Table,
         elif op != "D":
             out.append((k, p, v, w))
             kinds.append(0)
-    if not plain:
+    if not plain and by_source:
         for key, t in held.items():
             if key not in named and t["v"] % 7 == 0:
                 out.append((t["k"], t["p"], t["v"], t["w"]))
@@ -111,7 +111,7 @@ def feed(t, first: int) -> list[tuple]:
 
 
 def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options: dict[str, str], plain: bool,
-                      driver: bool = False, late: bool = False, shuffle: bool = False) -> None:
+                      driver: bool = False, late: bool = False, shuffle: bool = False, by_source: bool = True) -> None:
     spark_wh, library_wh = str(tmp_path / "spark"), str(tmp_path / "library")
     target = make_target(spark_wh, producer, partitioned, options, late)
     shutil.copytree(spark_wh, library_wh)
@@ -124,14 +124,15 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
     if shuffle:
         spec["single_task_bytes"] = 0     # the source is shuffled by bucket instead of broadcast
     if not plain:
-        spec["clauses"] = [c.to_dict() for c in CLAUSES]
+        spec["clauses"] = [c.to_dict() for c in (CLAUSES if by_source else CLAUSES[:-1])]
     result = run_merge(spark, spec)
     assert result["status"] == "committed" and result["engine"] == ("driver" if driver else "spark")
     assert result["mode"] == ("upsert" if plain else "merge")
     assert result.get("small_source") in (None, not shuffle)
 
     library = Catalog(library_wh).get_table("db.t")
-    data, kinds = model(library.read(), src, plain)
+    held = library.read()
+    data, kinds = model(held, src, plain, by_source)
     library.write(data, kinds=kinds)
     merged = Catalog(spark_wh).get_table("db.t")
     want = stored_changelog(library, base)
@@ -143,19 +144,27 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
     assert audit[0] == audit[1] and audit[0]
     assert merged.read().sort_by([("k", "ascending"), ("p", "ascending")]).equals(
         library.read().sort_by([("k", "ascending"), ("p", "ascending")]))
+    if producer == "lookup" and not plain and not by_source:
+        # without NOT MATCHED BY SOURCE only the source keys' target rows are read, not their buckets
+        named = {(r[0], r[1]) for r in src}
+        assert result["target_rows_read"] == sum((r["k"], r["p"]) in named for r in held.to_pylist()) < len(held)
     if producer == "lookup":
         assert all(e.file.level > 0 for e in merged.file_entries(merged.latest_snapshot()))
 
 
-@pytest.mark.parametrize("producer, partitioned, options, shuffle", [
-    ("lookup", False, {}, False),
-    ("lookup", True, {"changelog-producer.row-deduplicate": "true"}, True),
+@pytest.mark.parametrize("producer, partitioned, options, shuffle, by_source", [
+    ("lookup", False, {}, False, True),
+    ("lookup", True, {"changelog-producer.row-deduplicate": "true"}, True, True),
     ("lookup", False, {"changelog-producer.row-deduplicate": "true",
-                       "changelog-producer.row-deduplicate-ignore-fields": "w"}, False),
-    ("input", True, {}, False),
+                       "changelog-producer.row-deduplicate-ignore-fields": "w"}, False, True),
+    ("input", True, {}, False, True),
+    ("lookup", False, {}, False, False),
+    ("lookup", True, {"changelog-producer.row-deduplicate": "true"}, True, False),
 ])
-def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options, shuffle):
-    merge_and_compare(spark, tmp_path, producer, partitioned, options, plain=False, shuffle=shuffle)
+def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options, shuffle,
+                                                      by_source):
+    merge_and_compare(spark, tmp_path, producer, partitioned, options, plain=False, shuffle=shuffle,
+                      by_source=by_source)
 
 
 @pytest.mark.parametrize("producer, driver", [("lookup", False), ("lookup", True), ("input", False),
@@ -169,3 +178,8 @@ def test_merge_describes_level0_rows_no_changelog_described_yet(spark, tmp_path,
     """Rows a writer left at level 0 (here: written before the table had a producer) are in no changelog yet:
     the merge describes them with its own changes and moves them up, as the library's lookup write does."""
     merge_and_compare(spark, tmp_path, "lookup", False, {}, plain=plain, late=True)
+
+
+def test_merge_without_by_source_clauses_reads_only_its_keys_of_level0_rows(spark, tmp_path):
+    """The same with the target's rows still at level 0: the keys' rows are read and merged from every level."""
+    merge_and_compare(spark, tmp_path, "lookup", False, {}, plain=False, late=True, by_source=False)

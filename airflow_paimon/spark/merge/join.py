@@ -21,6 +21,7 @@ from airflow_paimon.format import Split
 from airflow_paimon.format.bucketing import bucket_ids
 from airflow_paimon.format.dynamic_bucket import DynamicBucketAssigner
 from airflow_paimon.format.kernels import check_unique_keys
+from airflow_paimon.format.key_reads import read_split_of_keys
 from airflow_paimon.format.read import read_split
 from airflow_paimon.format.schema import SEQUENCE_NUMBER
 
@@ -78,7 +79,13 @@ class _Joiner:
         src = src.select(self.src_names)
         keys_src = cast_to(src, self.on_schema)
         if split is not None:
-            target = read_split(self.table, split, self.read_columns)
+            if self.images and not self.full:
+                # A `lookup` target keeps lookup files of its data files: only the source keys' rows are taken
+                # from them, so the read follows the source, not the bucket (every column is read for the
+                # before-images).
+                target = read_split_of_keys(self.table, split, self.read_columns, keys_src)
+            else:
+                target = read_split(self.table, split, self.read_columns)
             self.split_acc.add(1)
             self.rows_acc.add(target.num_rows)
         else:
