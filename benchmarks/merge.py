@@ -112,11 +112,14 @@ def rows(ids: np.ndarray, version: int, rng: np.random.Generator) -> pa.Table:
     }, schema=SCHEMA)
 
 
-def prepare(n: int, root: Path) -> dict:
+def prepare(n: int, root: Path, increment_of: int | None = None) -> dict:
+    """N rows of history and the increment of a history of `increment_of` rows (default N): 1% updates, 0.5%
+    inserts."""
+    m = increment_of or n
     rng = np.random.default_rng(n)
     history = rows(np.arange(n, dtype=np.int64), 0, rng)
-    upd = np.sort(rng.choice(n, n // 100, replace=False))
-    ins = np.arange(n, n + n // 200, dtype=np.int64)
+    upd = np.sort(rng.choice(n, m // 100, replace=False))
+    ins = np.arange(n, n + m // 200, dtype=np.int64)
     increment = pa.concat_tables([rows(upd, 1, rng), rows(ins, 1, rng)])
     increment = increment.take(pa.array(rng.permutation(increment.num_rows)))
     (root / "incr").mkdir(parents=True)
@@ -348,12 +351,13 @@ def with_lookup(wh: str, root: Path) -> str:
     return str(copy)
 
 
-def changelog_run(n: int, repeat: int) -> dict:
-    """The same upsert (on Spark) and conditional merge into a `none` and a `lookup` target, interleaved."""
+def changelog_run(n: int, repeat: int, increment_of: int | None = None) -> dict:
+    """The same upsert (on Spark) and conditional merge into a `none` and a `lookup` target, interleaved; the
+    increment is that of a history of `increment_of` rows (default N)."""
     work = Path(tempfile.mkdtemp(prefix=f"bench-merge-changelog-{n}-"))
     try:
-        print(f"== changelog, N = {n:,}: preparing data in {work}", flush=True)
-        data = prepare(n, work / "data")
+        data = prepare(n, work / "data", increment_of)
+        print(f"== changelog, N = {n:,}, increment {data['increment_rows']:,} rows: data in {work}", flush=True)
         targets = {"none": data["wh"], "lookup": with_lookup(data["wh"], work / "data")}
         conditional = [{"when": "matched", "action": "update", "set": "*", "condition": "s.ts > t.ts"},
                        {"when": "not_matched", "action": "insert", "values": "*"}]
@@ -379,11 +383,14 @@ def changelog_report(results: list[dict]) -> None:
         for kind in ("upsert", "conditional"):
             print(f"N={r['n']:,} {kind}: none {r[kind + '_none']:.2f} s, lookup {r[kind + '_lookup']:.2f} s in-job, "
                   f"lookup / none = {r[kind + '_lookup'] / r[kind + '_none']:.2f} (target <= 1.5)")
-    by_n = {r["n"]: r for r in results}
-    if 1_000_000 in by_n and 10_000_000 in by_n:
+    by_n = {(r["n"], r["increment"]): r for r in results}
+    largest = max(results, key=lambda r: r["n"])
+    for small in (r for r in results if r["n"] < largest["n"]):
+        same = "the same increment" if small["increment"] == largest["increment"] else "its own increment"
         for kind in ("upsert_lookup", "conditional_lookup"):
-            growth = by_n[10_000_000][kind] / by_n[1_000_000][kind]
-            print(f"{kind} in-job growth 1M -> 10M: {growth:.2f}x (target < 1.3)")
+            growth = by_n[(largest["n"], largest["increment"])][kind] / small[kind]
+            print(f"{kind} in-job growth {small['n']:,} -> {largest['n']:,} rows of history, {same} "
+                  f"({small['increment']:,} -> {largest['increment']:,} rows): {growth:.2f}x (target < 1.3)")
 
 
 def main() -> None:
@@ -401,7 +408,11 @@ def main() -> None:
     os.environ.setdefault(LOOKUP_DIR_ENV, lookup_files)
     try:
         if args.changelog:
-            found = [changelog_run(int(s), args.repeat) for s in args.sizes.split(",")]
+            sizes = [int(s) for s in args.sizes.split(",")]
+            # Each size with its own increment, and the smaller histories also with the largest's increment: the
+            # growth with the history alone, as benchmarks/changes.py measures the library's.
+            found = [changelog_run(n, args.repeat) for n in sizes]
+            found += [changelog_run(n, args.repeat, max(sizes)) for n in sizes if n < max(sizes)]
             changelog_report(found)
             print(json.dumps(found))
             return

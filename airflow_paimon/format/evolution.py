@@ -144,31 +144,43 @@ class DataFileReader:
         meta = self._parquet.metadata
         return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
 
-    def stored(self, names: list[str], groups: list[int] | None = None, rows: pa.Array | None = None) -> pa.Table:
+    @property
+    def names(self) -> list[str]:
+        """The file's column names."""
+        return list(self._parquet.schema_arrow.names)
+
+    def stored(self, names: list[str], groups: list[int] | None = None, rows: pa.Array | None = None, *,
+               decoded: bool = True, plain: Sequence[str] = ()) -> pa.Table:
         """The named columns as stored, strings decoded: of the row groups `groups` only, when given; then only
         the rows at the positions `rows` (in what was read), when given.
 
-        A string column that is a small dictionary in every chunk is read as that dictionary and decoded last,
-        only for the rows kept: even for all rows, Arrow's decoding straight to plain strings costs more than
-        the indices plus one gather from the dictionary."""
+        A string column that is a small dictionary in every chunk (except those named in `plain`) is read as
+        that dictionary and decoded last, only for the rows kept: even for all rows, Arrow's decoding straight
+        to plain strings costs more than the indices plus one gather from the dictionary. Without `decoded` such
+        columns stay dictionaries (see `decode_dictionaries`)."""
         stored_names = set(self._parquet.schema_arrow.names)
         present = [n for n in names if n in stored_names]
-        dictionary = _dictionary_columns(self._parquet, present)
+        dictionary = [n for n in _dictionary_columns(self._parquet, present) if n not in plain]
         parquet = self._parquet if not dictionary else pq.ParquetFile(
             self._file, pre_buffer=True, metadata=self._parquet.metadata, read_dictionary=dictionary)
         data = parquet.read(columns=present) if groups is None else parquet.read_row_groups(groups, columns=present)
         if rows is not None:
             data = data.take(rows)
-        if not dictionary:
-            return data
-        return pa.Table.from_arrays(
-            [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in data.columns],
-            names=data.column_names)
+        return decode_dictionaries(data) if dictionary and decoded else data
 
     def read(self, columns: FileColumns, target: pa.Schema, groups: list[int] | None = None,
              rows: pa.Array | None = None) -> pa.Table:
         """`columns` (see `stored` for `groups` and `rows`), named and typed as `target`."""
         return evolved(self.stored(columns.to_read, groups, rows), columns, target, self.path)
+
+
+def decode_dictionaries(data: pa.Table) -> pa.Table:
+    """`data` with its dictionary columns decoded to their values."""
+    if not any(pa.types.is_dictionary(t) for t in data.schema.types):
+        return data
+    return pa.Table.from_arrays(
+        [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in data.columns],
+        names=data.column_names)
 
 
 def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schema,

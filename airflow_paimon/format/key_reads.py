@@ -99,23 +99,22 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
         path = table.data_file_path(split.partition, split.bucket, meta)
         written = table.schema_by_id(meta.schema_id)
         copy = lookup_files.open(path, meta)
-        stored = None if copy is None else copy.data
         key_columns = file_columns(current, written, keys)
-        if stored is None:
+        if copy is None:
             file_keys = read_data_file(table.io, path, key_columns, schema)
         else:
-            file_keys = evolved(stored, key_columns, schema, path)
+            file_keys = evolved(copy.data, key_columns, schema, path)
         rows = positions_of_keys(file_keys, wanted, keys, None if copy is None else copy.keys)
         if len(rows) == 0:
             continue
         take = pa.array(rows)
         if rest:
             rest_columns = file_columns(current, written, rest)
-            if stored is None:
+            if copy is None:
                 values = read_data_file(table.io, path, rest_columns, schema, take)
             else:
-                present = [n for n in rest_columns.to_read if n in stored.column_names]
-                values = evolved(stored.select(present).take(take), rest_columns, schema, path)
+                present = [n for n in rest_columns.to_read if n in copy.data.column_names]
+                values = evolved(copy.take(present, take), rest_columns, schema, path)
             arrays = [file_keys.column(c).take(take) if c in keys else values.column(c) for c in columns]
         else:
             arrays = [file_keys.column(c).take(take) for c in columns]

@@ -6,7 +6,9 @@ lookup write would cost the size of the history. Paimon's writers therefore buil
 file the first time they look into it and answer later lookups from it while it lasts
 (`lookup.cache-file-retention`, from its last use; `lookup.cache-max-disk-size`, least recently used first).
 This library does the same with an uncompressed Arrow IPC copy of the file's columns: memory-mapped, its sorted
-key column is searched in place and only the rows taken are copied out, so a lookup costs what it takes.
+key column is searched in place and only the rows taken are copied out, so a lookup costs what it takes. A
+string column the file holds as a small dictionary stays one in the copy (its values decoded only for the rows
+taken): a row then costs an index, not a gather from a string column as large as the file.
 
 Beyond Paimon, whose lookup files live as long as the writer: the copies outlive the process, so the next task on
 the same worker finds them. That is safe because a data file never changes once written: a copy is named by the
@@ -41,8 +43,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from .evolution import DataFileReader, decode_dictionaries
 from .kernels import SortedIntegers, ascending_integers
 from .manifest import DataFileMeta
 from .schema import KEY_FIELD_PREFIX
@@ -53,7 +55,8 @@ if TYPE_CHECKING:
 __all__ = ["LOOKUP_DIR_ENV", "MAPPED_COPIES", "SWEEP_SECONDS", "LookupCopy", "LookupFiles", "keys_ascending"]
 
 LOOKUP_DIR_ENV = "AIRFLOW_PAIMON_LOOKUP_DIR"
-_SUFFIX = ".arrow"
+# (".v2": small-dictionary strings are kept as dictionaries; copies of the plain kind are left to expire)
+_SUFFIX = ".v2.arrow"
 _KEYS_ASCENDING = b"airflow-paimon.keys-ascending"
 _log = logging.getLogger(__name__)
 MAPPED_COPIES = 256
@@ -82,6 +85,10 @@ class LookupCopy:
 
     def __init__(self, data: pa.Table):
         self.data = data
+
+    def take(self, names: list[str], rows: pa.Array) -> pa.Table:
+        """The named columns' rows at the positions `rows`, dictionaries decoded."""
+        return decode_dictionaries(self.data.select(names).take(rows))
 
     @cached_property
     def keys(self) -> SortedIntegers | None:
@@ -150,6 +157,7 @@ class LookupFiles:
     """The lookup files of one table on this worker."""
 
     def __init__(self, table: "Table"):
+        self.table = table
         self.io = table.io
         self.retention = table.core_options.lookup_file_retention
         self.max_bytes = table.core_options.lookup_max_disk_size
@@ -175,12 +183,14 @@ class LookupFiles:
         except (OSError, pa.ArrowInvalid):
             pass
         _MAPPINGS.drop(copy)
-        return self._build(path, copy)
+        return self._build(path, copy, self.table.schema_by_id(meta.schema_id).trimmed_primary_keys)
 
-    def _build(self, path: str, copy: Path) -> LookupCopy | None:
+    def _build(self, path: str, copy: Path, keys: list[str]) -> LookupCopy | None:
         try:
-            with self.io.fs.open_input_file(self.io.fs_path(path)) as f:
-                data = _mark_key_order(pq.ParquetFile(f, pre_buffer=True).read().combine_chunks())
+            with DataFileReader(self.io, path) as reader:
+                # key columns stay plain: they are searched and joined as they are
+                plain = keys + [n for n in reader.names if n.startswith(KEY_FIELD_PREFIX)]
+                data = _mark_key_order(reader.stored(reader.names, decoded=False, plain=plain).combine_chunks())
             copy.parent.mkdir(parents=True, exist_ok=True)
             partial = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}")
             try:

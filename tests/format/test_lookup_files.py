@@ -50,7 +50,7 @@ def test_a_lookup_answers_from_the_copy_of_the_one_file_it_looks_into(catalog, c
     snap = t.write(kv([(25, "a", 250)]))
     assert changelog_rows(t, snap) == [("-U", 25, "a", 25), ("+U", 25, "a", 250)]
     made = copy_files(copies)
-    named = {f"{e.file.file_name}-{e.file.file_size}.arrow": e.file for e in t.file_entries(snap)}
+    named = {f"{e.file.file_name}-{e.file.file_size}.v2.arrow": e.file for e in t.file_entries(snap)}
     assert len(made) == 1 and made[0].name in named
     holder = named[made[0].name]
     assert holder.row_count == 10 and holder.level > 0
@@ -116,7 +116,34 @@ def test_copies_and_data_files_give_the_same_changelog(warehouse, tmp_path, monk
         results[mode] = [sorted(changelog_rows(t, t.write(w)), key=repr) for w in writes]
     assert results["copies"] == results["files"]
     assert any(len(rows) > 60 for rows in results["copies"])   # updates gave -U/+U pairs
-    assert len(copy_files(tmp_path / "lookup-files")) > 3
+    made = copy_files(tmp_path / "lookup-files")
+    assert len(made) > 3
+    # the small-dictionary string column stays a dictionary in the copies, the key columns plain
+    for copy in made:
+        schema = pa.ipc.open_file(str(copy)).schema
+        assert pa.types.is_dictionary(schema.field("p").type)
+        assert not any(pa.types.is_dictionary(schema.field(n).type) for n in ("k", "_KEY_k"))
+
+
+def test_a_key_column_of_few_values_stays_plain_in_the_copies(warehouse, tmp_path, monkeypatch):
+    """A composite key whose string part holds few values: searched and joined as it is, never a dictionary."""
+    from airflow_paimon.format import Catalog
+    rng = random.Random(11)
+    writes = [kv([(k, rng.choice("abc"), rng.randrange(5)) for k in rng.sample(range(200), 40)]) for _ in range(6)]
+    results = {}
+    for mode in ("copies", "files"):
+        monkeypatch.setenv(LOOKUP_DIR_ENV, str(tmp_path / "lookup-files") if mode == "copies" else "")
+        catalog = Catalog(f"{warehouse}/{mode}")
+        catalog.create_database("db")
+        t = catalog.create_table("db.t", KV, primary_keys=["p", "k"],
+                                 options={"changelog-producer": "lookup", "bucket": "2"})
+        results[mode] = [sorted(changelog_rows(t, t.write(w)), key=repr) for w in writes]
+    assert results["copies"] == results["files"] and any(len(rows) > 40 for rows in results["copies"])
+    made = copy_files(tmp_path / "lookup-files")
+    assert made
+    for copy in made:
+        schema = pa.ipc.open_file(str(copy)).schema
+        assert not any(pa.types.is_dictionary(t) for t in schema.types)
 
 
 def test_copies_unused_for_longer_than_the_retention_are_dropped(catalog, copies):
@@ -175,7 +202,7 @@ def test_a_diff_answers_from_the_copies_of_the_files_both_ends_share(catalog, co
     assert got == sorted([{"_change_type": "update_preimage", "k": 7, "p": "a", "v": 7},
                           {"_change_type": "update_postimage", "k": 7, "p": "b", "v": 70},
                           {"_change_type": "insert", "k": 300, "p": "n", "v": 3}], key=repr)
-    shared = {f"{e.file.file_name}-{e.file.file_size}.arrow" for e in t.file_entries(t.tags.get("start").snapshot)}
+    shared = {f"{e.file.file_name}-{e.file.file_size}.v2.arrow" for e in t.file_entries(t.tags.get("start").snapshot)}
     made = {p.name for p in copy_files(copies)}
     assert made and made <= shared
 

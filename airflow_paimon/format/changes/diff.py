@@ -100,6 +100,19 @@ def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileM
     return pa.concat_tables(out) if len(out) > 1 else out[0]
 
 
+def _own_decide(table: "Table", own: dict[int, list[tuple[DataFileMeta, pa.Table]]],
+                other: dict[int, list[tuple[DataFileMeta, pa.Table]]], shared: list[ManifestEntry]) -> bool:
+    """Whether an end's own files alone give its state of the changed keys: they hold every changed key (the
+    other end lists no files of its own) in versions newer than any shared file's, and the newest version wins
+    (no `sequence.field`, and retractions count: no `ignore-delete`). A common diff, an increment appended
+    between the ends, then reads the shared files only for the other end."""
+    options = table.core_options
+    if any(other.values()) or not any(own.values()) or options.sequence_fields or options.ignore_delete:
+        return False
+    oldest_own = min(f.min_sequence_number for part in own.values() for f, _ in part)
+    return all(e.file.max_sequence_number < oldest_own for e in shared)
+
+
 def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
                  changed: pa.Table) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
     """Per bucket, the rows of the changed keys in the files both ends list (each file read once)."""
@@ -141,14 +154,23 @@ def _pairs(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[np.ndarray,
             np.sort(ri[ri_ok & ~li_ok].astype(np.int64)))
 
 
+def _every_row(rows: np.ndarray, n: int) -> bool:
+    """Whether `rows` is 0, 1, ..., n - 1."""
+    return len(rows) == n and (n == 0 or (int(rows[0]) == 0 and bool((np.diff(rows) == 1).all())))
+
+
 def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
     """The change rows turning `start` into `end` (both one row per key) and their kinds."""
     bl, br, gone, new = _pairs(start, end, keys)
     changed = np.zeros(len(bl), dtype=bool)
+    # a side whose every row is paired, in order (often the start: the changed keys' former rows), is not taken
+    whole_start, whole_end = _every_row(bl, start.num_rows), _every_row(br, end.num_rows)
     for name in start.column_names:
         if name in keys:
             continue
-        changed |= ~_same(start.column(name).take(pa.array(bl)), end.column(name).take(pa.array(br)))
+        left = start.column(name) if whole_start else start.column(name).take(pa.array(bl))
+        right = end.column(name) if whole_end else end.column(name).take(pa.array(br))
+        changed |= ~_same(left, right)
     bl, br = bl[changed], br[changed]
     order = np.argsort(bl, kind="stable")
     bl, br = bl[order], br[order]
@@ -214,10 +236,12 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
                                 trimmed)
         if changed.num_rows == 0:
             return None
-        shared = _shared_rows(table, partition, [e for e in files_before if e.file.file_name in names_after],
-                              names, changed)
-        old = _state(table, partition, own_before, names, shared)
-        new = _state(table, partition, own_after, names, shared)
+        shared_files = [e for e in files_before if e.file.file_name in names_after]
+        shared = _shared_rows(table, partition, shared_files, names, changed)
+        old = _state(table, partition, own_before, names, {} if _own_decide(table, own_before, own_after,
+                                                                            shared_files) else shared)
+        new = _state(table, partition, own_after, names, {} if _own_decide(table, own_after, own_before,
+                                                                           shared_files) else shared)
         rows, kinds = compare(old, new, keys)
         return (rows, kinds) if rows.num_rows else None
 
