@@ -25,6 +25,9 @@ inside the application after the SparkSession is up, "spark-submit" the wall tim
   MERGE (what a DAG author waits for in the worker), with that process's peak resident memory (VmHWM).
 
 ``--skip-spark`` leaves out every spark-submit variant (for the in-process engine against delta-rs alone).
+``--changelog`` runs only the upsert and the conditional merge into a ``lookup`` and a ``none`` target, each size
+with its own increment and the smaller sizes also with the largest one's, so that the growth with the history is
+reported both with the increment growing alongside and with the same increment.
 
 Not a test: prints one table; the targets are checked and reported at the end.
 """
