@@ -184,9 +184,12 @@ class Transaction:
             if not compact and not any(compact_index):
                 return first
         compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
+        # Checked against the writer's base, not its own snapshot: the increment was planned on that base. When
+        # the writer's snapshot came right after the base, it is the only change since (it added level-0 files
+        # and moved nothing), so only what others committed after it needs checking.
+        planned_on = first.id if first is not None and first.id == base_id + 1 else base_id
         try:
-            # Checked against the writer's base, not its own snapshot: the increment was planned on that base.
-            return self._commit_entries(compact, compact_changelog, base_id, "COMPACT", recheck=False,
+            return self._commit_entries(compact, compact_changelog, planned_on, "COMPACT", recheck=False,
                                         compact_increment=True, index=compact_index)
         except CommitConflictError as e:
             if first is None:

@@ -273,6 +273,45 @@ def test_lookup_exactly_once_and_concurrent_writers(catalog):
     assert sorted(state.values(), key=lambda r: r["k"]) == sorted(t.read().to_pylist(), key=lambda r: r["k"])
 
 
+def test_a_lookup_writes_compaction_is_checked_only_against_what_others_committed(catalog, monkeypatch):
+    """The COMPACT snapshot of a lookup write checks that its levels are still free only when another writer
+    committed since its own APPEND snapshot (which moves nothing): then a level taken meanwhile refuses it, and its
+    rows stay at level 0 for the next write to describe."""
+    from airflow_paimon.format import commit as commit_module
+    t = make_lookup(catalog)
+    t.write(kv([(k, "x", k, 0) for k in range(5)]))
+    checked = []
+    real_check = commit_module.Transaction._check_levels_free
+
+    def spy(self, *args):
+        checked.append(args[1].id)
+        return real_check(self, *args)
+
+    monkeypatch.setattr(commit_module.Transaction, "_check_levels_free", spy)
+    t.write(kv([(1, "x", 10, 0)]))
+    assert checked == [] and t.latest_snapshot().commit_kind == "COMPACT"
+
+    real_commit = commit_module.Transaction._commit_entries
+    interleaved: list = []
+
+    def other_writer_between(self, entries, changelog, base_id, kind, **kw):
+        if kind == "COMPACT" and not interleaved:
+            interleaved.append(None)   # (the other writer's own commits pass straight through)
+            interleaved[0] = catalog.get_table("db.t").write(kv([(3, "x", 20, 0)]))   # the same bucket
+        return real_commit(self, entries, changelog, base_id, kind, **kw)
+
+    monkeypatch.setattr(commit_module.Transaction, "_commit_entries", other_writer_between)
+    landed = t.write(kv([(3, "x", 30, 0)]))
+    assert interleaved and checked == [interleaved[0].id]
+    # the other writer took the level this write would have moved its file to: its APPEND snapshot stays
+    assert landed.commit_kind == "APPEND" and any(e.file.level == 0 for e in t.file_entries(landed))
+    monkeypatch.setattr(commit_module.Transaction, "_commit_entries", real_commit)
+    t.write(kv([(4, "x", 40, 0)]))
+    assert all(e.file.level > 0 for e in t.file_entries(t.latest_snapshot()))
+    state = replay(t, ["k", "p"])
+    assert sorted(state.values(), key=lambda r: r["k"]) == sorted(t.read().to_pylist(), key=lambda r: r["k"])
+
+
 # ---- full-compaction -------------------------------------------------------------------------------------
 
 def test_full_compaction_every_n_delta_commits(catalog):
