@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .changes.rows import CHANGE_TYPES
-from .read import fill_partition, merge_on_read, read_files
+from .read import fill_partition, merge_on_read, read_files, version_schema
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 from .versions import KIND_NAMES
 
@@ -54,8 +54,7 @@ def _snapshot_rows(table: "Table", snapshot_id: int | None, tag: str | None, as_
     for split in splits:
         if table.is_primary_key:
             schema = table.schema()
-            file_schema = pa.schema([f.with_nullable(True) for f in logical] +
-                                    [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+            file_schema = version_schema(table)
             files = read_files(table, split, logical.names + [SEQUENCE_NUMBER, VALUE_KIND], file_schema)
             opts = table.core_options
             merged = merge_on_read(files, schema.trimmed_primary_keys, list(opts.sequence_fields), False, False,

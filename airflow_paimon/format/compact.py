@@ -33,7 +33,7 @@ from .commit_message import CommitMessage
 from .data_file import write_append_file, write_kv_file
 from .errors import InvalidOptionError
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from .read import fill_partition, merge_on_read, read_files
+from .read import fill_partition, merge_on_read, read_files, version_schema
 from .scan import ScanPlanner, Split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 from .values import count
@@ -106,8 +106,7 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
     logical = schema.logical_arrow_schema()
     keys = schema.trimmed_primary_keys
     seq_fields = list(table.core_options.sequence_fields)
-    file_schema = pa.schema([f.with_nullable(True) for f in logical] +
-                            [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+    file_schema = version_schema(table)
     files = sorted(split.files, key=lambda f: (-f.level, f.max_sequence_number, f.min_sequence_number))
     ordered_split = Split(split.partition, split.partition_bytes, split.bucket, files, split.snapshot_id,
                           split.deletion_files)

@@ -20,9 +20,8 @@ from .evolution import evolved, file_columns, read_data_file
 from .kernels import SortedIntegers, ascending_integers
 from .lookup_files import LookupFiles
 from .manifest import DataFileMeta
-from .read import fill_partition, merge_on_read, read_split, with_default_values
+from .read import fill_partition, merge_columns, merge_versions, read_split, version_schema, with_default_values
 from .scan import Split
-from .schema import SEQUENCE_NUMBER, VALUE_KIND
 
 if TYPE_CHECKING:
     from .table import Table
@@ -140,19 +139,9 @@ def read_split_of_keys(table: "Table", split: Split, columns: Sequence[str], wan
         rows = read_split(table, split, list(dict.fromkeys(list(columns) + keys)))
         found = positions_of_keys(rows.select(keys), wanted, keys)
         return rows.take(pa.array(found)).select(list(columns))
-    logical = table.schema().logical_arrow_schema()
-    seq_fields = list(table.core_options.sequence_fields)
-    needed = list(dict.fromkeys([c for c in columns if c not in (SEQUENCE_NUMBER, VALUE_KIND)] + keys + seq_fields
-                                + [k for k in table.schema().partition_keys]))
-    schema = pa.schema([f.with_nullable(True) for f in logical] +
-                       [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-    parts = read_rows_of_keys(table, split, needed + [SEQUENCE_NUMBER, VALUE_KIND], schema, wanted)
-    if not parts:
-        merged = pa.schema([schema.field(c) for c in needed + [SEQUENCE_NUMBER, VALUE_KIND]]).empty_table()
-    else:
-        files = split.files
-        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
-        options = table.core_options
-        merged = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
-                               ignore_delete=options.ignore_delete)
+    needed, schema = merge_columns(table, columns), version_schema(table)
+    # the parts come from a subsequence of the split's files: still oldest first, ordered if those are
+    parts = read_rows_of_keys(table, split, needed, schema, wanted)
+    merged = merge_versions(table, split.files, parts) if parts else \
+        pa.schema([schema.field(c) for c in needed]).empty_table()
     return with_default_values(table, fill_partition(table, split, merged)).select(list(columns))

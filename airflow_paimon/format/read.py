@@ -29,6 +29,7 @@ from .versions import version_sort_indices
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
+    from .manifest import DataFileMeta
     from .table import Table
 
 
@@ -83,6 +84,31 @@ def with_default_values(table: "Table", data: pa.Table) -> pa.Table:
                 from None
         data = data.set_column(data.column_names.index(name), name, pc.fill_null(column, value))
     return data
+
+
+def version_schema(table: "Table") -> pa.Schema:
+    """A primary-key table's rows as merges read them from data files: the table's columns (nullable: a delete
+    row carries only its key), then `_SEQUENCE_NUMBER` and `_VALUE_KIND`."""
+    logical = table.schema().logical_arrow_schema()
+    return pa.schema([f.with_nullable(True) for f in logical] +
+                     [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+
+
+def merge_columns(table: "Table", names: Sequence[str]) -> list[str]:
+    """What a merge of `names` reads of each file: those columns, what merging needs (keys, `sequence.field`,
+    partition columns), then the system columns."""
+    schema = table.schema()
+    wanted = [n for n in names if n not in (SEQUENCE_NUMBER, VALUE_KIND)]
+    return list(dict.fromkeys(wanted + schema.trimmed_primary_keys + list(table.core_options.sequence_fields) +
+                              list(schema.partition_keys))) + [SEQUENCE_NUMBER, VALUE_KIND]
+
+
+def merge_versions(table: "Table", files: Sequence[DataFileMeta], parts: list[pa.Table]) -> pa.Table:
+    """`merge_on_read` of the rows `parts` read from `files` (oldest first), as the table's options ask."""
+    ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
+    options = table.core_options
+    return merge_on_read(parts, table.schema().trimmed_primary_keys, list(options.sequence_fields), ordered, True,
+                         seq_descending=options.sequence_descending, ignore_delete=options.ignore_delete)
 
 
 def _newest_of_runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -236,8 +262,7 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         for n in keys + seq_fields + [k for k in schema.partition_keys]:
             if n not in needed:
                 needed.append(n)
-        file_schema = pa.schema([f.with_nullable(True) for f in logical] +
-                                [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+        file_schema = version_schema(table)
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(split.files, split.files[1:]))
         # Sequence numbers are only compared when the file order alone cannot decide (see merge_on_read).
         key_sort_suffices = not seq_fields and (
@@ -251,8 +276,7 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         else:
             parts = read_files(table, split, needed + [c for c in system if c not in needed], file_schema)
             # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
-            data = merge_on_read(parts, keys, seq_fields, ordered, True, seq_descending=options.sequence_descending,
-                                 ignore_delete=options.ignore_delete)
+            data = merge_versions(table, split.files, parts)
     else:
         parts = read_files(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]

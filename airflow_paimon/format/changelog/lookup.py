@@ -25,7 +25,7 @@ from ..compact import max_level
 from ..data_file import write_kv_file
 from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from ..read import fill_partition, read_files
+from ..read import fill_partition, read_files, version_schema
 from ..scan import Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from .rows import changes, is_add, newest, write_changelog
@@ -33,13 +33,6 @@ from .rows import changes, is_add, newest, write_changelog
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
     from ..table import Table
-
-
-def file_schema(table: "Table") -> pa.Schema:
-    """Rows as the producers handle them: the table's columns (nullable), `_SEQUENCE_NUMBER`, `_VALUE_KIND`."""
-    logical = table.schema().logical_arrow_schema()
-    return pa.schema([f.with_nullable(True) for f in logical] +
-                     [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
 
 
 class Lookup:
@@ -53,7 +46,7 @@ class Lookup:
 
     def read(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> pa.Table:
         table = self.table
-        schema = file_schema(table)
+        schema = version_schema(table)
         if not files:
             return schema.empty_table()
         split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
@@ -63,7 +56,7 @@ class Lookup:
     def read_keys(self, partition: tuple, bucket: int, files: list[DataFileMeta], wanted: pa.Table) -> pa.Table:
         """The rows of `files` whose key is one of `wanted`'s, without reading the values of any other key."""
         table = self.table
-        schema = file_schema(table)
+        schema = version_schema(table)
         split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
         parts = read_rows_of_keys(table, split, schema.names, schema, wanted)
         if not parts:
@@ -97,7 +90,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
     """The changelog file of one bucket of a write: `rows` holds its newest version of each key it touches
     (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). Before: the newest value above level 0; after: the
     merge of every version (so `sequence.field` decides, as in Paimon)."""
-    schema = file_schema(table)
+    schema = version_schema(table)
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
     before = newest(table, upper.cast(schema))

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from ..changelog.lookup import file_schema
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..kernels import ascending_integers, null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
-from ..read import fill_partition, merge_on_read, read_files, read_split
+from ..read import fill_partition, merge_columns, merge_versions, read_files, read_split, version_schema
 from ..scan import ScanPlanner, Split
-from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from ..snapshot import Snapshot
 from .bounds import Bound
 
@@ -54,13 +52,6 @@ def _bucket_counts(entries: list[ManifestEntry]) -> dict[bytes, set[int]]:
     return out
 
 
-def _read_columns(table: "Table", names: list[str]) -> list[str]:
-    """What a diff reads of a file: the wanted columns, what merging needs, and the system columns."""
-    schema = table.schema()
-    return list(dict.fromkeys(names + schema.trimmed_primary_keys + list(table.core_options.sequence_fields) +
-                              list(schema.partition_keys))) + [SEQUENCE_NUMBER, VALUE_KIND]
-
-
 def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
               names: list[str]) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
     """Per bucket, every row of the files only one end lists (every key in them is a changed key)."""
@@ -68,7 +59,7 @@ def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
     for e in entries:
         by_bucket.setdefault(e.bucket, []).append(e.file)
     values = table.partition_codec.from_bytes(partition)
-    columns, schema = _read_columns(table, names), file_schema(table)
+    columns, schema = merge_columns(table, names), version_schema(table)
     return {bucket: list(zip(files, read_files(table, Split(values, partition, bucket, files), columns,
                                                schema)))
             for bucket, files in by_bucket.items()}
@@ -80,8 +71,6 @@ def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileM
     `own` holds the rows of the files only this end lists, `shared` the changed keys' rows of the files both
     ends list (per bucket, read once for both ends)."""
     values = table.partition_codec.from_bytes(partition)
-    keys = table.schema().trimmed_primary_keys
-    options = table.core_options
     out = []
     for bucket in sorted(set(own) | set(shared)):
         parts = own.get(bucket, []) + shared.get(bucket, [])
@@ -89,9 +78,7 @@ def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileM
             continue
         parts.sort(key=lambda p: (-p[0].level, p[0].max_sequence_number, p[0].min_sequence_number))
         files = [f for f, _ in parts]
-        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in zip(files, files[1:]))
-        merged = merge_on_read([rows for _, rows in parts], keys, list(options.sequence_fields), ordered, True,
-                               seq_descending=options.sequence_descending, ignore_delete=options.ignore_delete)
+        merged = merge_versions(table, files, [rows for _, rows in parts])
         split = Split(values, partition, bucket, files)
         out.append(fill_partition(table, split, merged).select(names))
     if not out:
@@ -116,7 +103,7 @@ def _own_decide(table: "Table", own: dict[int, list[tuple[DataFileMeta, pa.Table
 def _shared_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
                  changed: pa.Table) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
     """Per bucket, the rows of the changed keys in the files both ends list (each file read once)."""
-    columns, schema = _read_columns(table, names), file_schema(table)
+    columns, schema = merge_columns(table, names), version_schema(table)
     values = table.partition_codec.from_bytes(partition)
     out: dict[int, list[tuple[DataFileMeta, pa.Table]]] = {}
     for e in entries:

@@ -20,10 +20,11 @@ import pyarrow as pa
 
 from airflow_paimon.format import CommitMessage, Snapshot, Table
 from airflow_paimon.format.changelog.input import input_changelog
-from airflow_paimon.format.changelog.lookup import Lookup, file_schema, level_up, lookup_changelog
+from airflow_paimon.format.changelog.lookup import Lookup, level_up, lookup_changelog
 from airflow_paimon.format.changelog.rows import changes, write_changelog
 from airflow_paimon.format.commit import required_changelog
 from airflow_paimon.format.manifest import FILE_SOURCE_COMPACT
+from airflow_paimon.format.read import version_schema
 from airflow_paimon.format.schema import SEQUENCE_NUMBER, VALUE_KIND
 
 from ..schema_map import cast_to
@@ -66,7 +67,7 @@ class BucketChangelog:
         if self.producer not in ("input", "lookup") or not msg.new_files:
             return
         table = self.table
-        schema = file_schema(table)
+        schema = version_schema(table)
         written = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64())).append_column(
             VALUE_KIND, kinds.cast(pa.int8())).select(schema.names).cast(schema)
         if self.producer == "input":
