@@ -158,19 +158,30 @@ every row a newer file replaced (read.py), so groups much smaller than a file pa
 cost statistics, pages and compression. DuckDB writes 122,880 rows per group."""
 
 
+def dictionary_columns(table: pa.Table, unique_columns: Sequence[str] = ()) -> list[str]:
+    """The columns of `table` worth a dictionary: not known to be unique (keys, sequence numbers), and not nearly
+    unique in a sample of the rows."""
+    unique = set(unique_columns)
+    rows = _sample_rows(table.num_rows)
+    return [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n), rows)]
+
+
 def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
-                  unique_columns: Sequence[str] = ()) -> int:
+                  unique_columns: Sequence[str] = (), dictionary: Sequence[str] | None = None) -> int:
     """Write one Parquet file; returns its size in bytes.
 
     Columns known to hold unique values (keys, sequence numbers) skip the dictionary attempt, which always fails
     for them and costs a third of the encoding, and integer ones are delta-encoded: sorted keys and consecutive
-    sequence numbers shrink to almost nothing. Other columns that a sample shows nearly unique skip it too.
+    sequence numbers shrink to almost nothing. Other columns that a sample shows nearly unique skip it too, unless
+    `dictionary` names the columns to try (a decision already made on rows like these).
     """
     p = io.fs_path(path)
     io.make_parent(path)
     unique = set(unique_columns)
-    rows = _sample_rows(table.num_rows)
-    dictionary = [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n), rows)]
+    if dictionary is None:
+        dictionary = dictionary_columns(table, unique_columns)
+    else:
+        dictionary = [n for n in dictionary if n in table.column_names and n not in unique]
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
     # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary
@@ -183,12 +194,21 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
         return int(out.tell())
 
 
+def kv_dictionary_columns(schema: TableSchema, rows: pa.Table, kinds: pa.Array) -> list[str]:
+    """The columns of a primary-key table's file worth a dictionary, decided on `rows` (the table's columns) and
+    their `kinds`: a write's data file and its changelog hold versions of the same rows, so one decision serves
+    both (`write_kv_file`'s `dictionary`)."""
+    values = rows.select(schema.field_names).append_column(VALUE_KIND, kinds)
+    return dictionary_columns(values, schema.trimmed_primary_keys if len(schema.trimmed_primary_keys) == 1 else ())
+
+
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
                   kinds: pa.Array, compression: str, *, prefix: str, level: int = 0,
-                  file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+                  file_source: int = FILE_SOURCE_APPEND, dictionary: Sequence[str] | None = None) -> DataFileMeta:
     """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
     `prefix`; with the changelog-file.prefix, a changelog file (same layout, keys sorted but repeated: a key's
-    changes in order)."""
+    changes in order). `dictionary`: the columns to try a dictionary on (`kv_dictionary_columns`), instead of
+    deciding on a sample of `rows`."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
     columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
@@ -196,7 +216,7 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
     data = pa.Table.from_arrays(columns, schema=file_schema)
     name = new_data_file_name(prefix)
     unique = [KEY_FIELD_PREFIX + k for k in trimmed] + [SEQUENCE_NUMBER] + (trimmed if len(trimmed) == 1 else [])
-    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, unique)
+    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, unique, dictionary)
     key_types = [schema.arrow_type(k) for k in trimmed]
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]

@@ -53,6 +53,10 @@ class SortedIntegers:
         n = len(self.values)
         if n == 0 or len(sought) == 0:
             return np.zeros(0, dtype=np.int64)
+        # values outside [first, last] cannot be present: new keys of an increment often all lie past the last
+        inside = (sought >= self.values[0]) & (sought <= self.values[-1])
+        if not inside.all():
+            sought = sought[inside]
         # the last row whose value is <= the sought one (row 0 when none is): the sample gives its block
         at = np.maximum(np.searchsorted(self.sample, sought, side="right") - 1, 0) * self.STRIDE
         step = self.STRIDE // 2

@@ -45,6 +45,9 @@ def may_hold_keys(table: "Table", meta: DataFileMeta, first_keys: pa.Array) -> b
         hi = deserialize_row(meta.max_key, [key_type])[0]
         if lo is None or hi is None:
             return True
+        if pa.types.is_integer(first_keys.type) and pa.types.is_integer(key_type) and not first_keys.null_count:
+            values = first_keys.to_numpy()
+            return bool(((values >= lo) & (values <= hi)).any())
         low = pa.scalar(lo, key_type).cast(first_keys.type)
         high = pa.scalar(hi, key_type).cast(first_keys.type)
         inside: Any = pc.and_(pc.greater_equal(first_keys, low), pc.less_equal(first_keys, high))

@@ -19,7 +19,7 @@ from .bucketing import bucket_ids
 from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit_message import CommitMessage
-from .data_file import DELETE, INSERT, write_append_file, write_kv_file
+from .data_file import DELETE, INSERT, kv_dictionary_columns, write_append_file, write_kv_file
 from .deletion_vectors_append import delete_matching, update_matching
 from .deletion_vectors_write import DeletionVectorWriter
 from .dynamic_bucket import DynamicBucketAssigner
@@ -231,15 +231,19 @@ class TableWrite:
         """One bucket's data file and, as the table's changelog-producer asks, its changelog: the input rows
         (input), or the looked-up changes plus the move of the new file out of level 0 (lookup); on a
         deletion-vector table, the move of the new file out of level 0 with the vectors it makes."""
-        msg = self.write_bucket(partition, bucket, rows, kinds, int(sequence[0]), sequence=pa.array(sequence))
+        kind_codes = kinds.combine_chunks().cast(pa.int8())
+        # the changelog holds versions of the data file's rows: the data file's encodings suit it
+        dictionary = None if changelog is None and lookup is None else \
+            kv_dictionary_columns(self.schema, rows, kind_codes)
+        msg = self.write_bucket(partition, bucket, rows, kind_codes, int(sequence[0]), sequence=pa.array(sequence),
+                                dictionary=dictionary)
         if dv is not None:
             dv.settle(partition, msg)
         if changelog is not None:
-            msg.changelog_files = input_changelog(self.table, partition, bucket, changelog)
+            msg.changelog_files = input_changelog(self.table, partition, bucket, changelog, dictionary)
         if lookup is not None:
-            versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(
-                VALUE_KIND, kinds.combine_chunks().cast(pa.int8()))
-            msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions)
+            versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(VALUE_KIND, kind_codes)
+            msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions, dictionary)
             msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket, msg.new_files[0])
         return msg
 
@@ -272,9 +276,10 @@ class TableWrite:
     # ---- one bucket (also from other processes) -----------------------------------------------------
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
                      first_sequence: int, level: int = 0, file_source: int = 0, *,
-                     sequence: pa.Array | None = None) -> CommitMessage:
+                     sequence: pa.Array | None = None, dictionary: Sequence[str] | None = None) -> CommitMessage:
         """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key.
-        Their sequence numbers count up from `first_sequence` unless given (`sequence`, increasing)."""
+        Their sequence numbers count up from `first_sequence` unless given (`sequence`, increasing);
+        `dictionary`: see `write_kv_file`."""
         table = self.table
         bucket_dir = table.bucket_dir(partition, bucket)
         compression = table.core_options.file_compression
@@ -288,7 +293,7 @@ class TableWrite:
                 kinds = kinds.combine_chunks()
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
                                  compression, prefix=table.core_options.data_file_prefix, level=level,
-                                 file_source=file_source)
+                                 file_source=file_source, dictionary=dictionary)
         else:
             meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
                                      prefix=table.core_options.data_file_prefix, file_source=file_source)

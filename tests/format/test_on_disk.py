@@ -107,3 +107,45 @@ def test_dictionaries_only_where_values_repeat(catalog):
     assert {meta.schema.column(i).name for i in range(meta.num_columns)
             if set(meta.row_group(0).column(i).encodings) & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}} \
         == {"_VALUE_KIND", "city"}
+
+
+def _dictionary_columns(path: Path) -> set[str]:
+    meta = pq.ParquetFile(path).metadata
+    return {meta.schema.column(i).name for i in range(meta.num_columns)
+            if set(meta.row_group(0).column(i).encodings) & {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}}
+
+
+def test_a_changelog_file_takes_the_encodings_of_the_data_file_written_with_it(catalog, monkeypatch):
+    """A write's changelog holds versions of the rows of the data file it writes: it is encoded as that data file
+    is (dictionaries on the repeated columns only), decided on one sample, and reads back as written."""
+    from airflow_paimon.format import data_file
+
+    decisions = []
+    decide = data_file.dictionary_columns
+    monkeypatch.setattr(data_file, "dictionary_columns", lambda *a: decisions.append(1) or decide(*a))
+    n = 20_000
+    ids = np.arange(n, dtype=np.int64)
+
+    def rows(version: int, keys: np.ndarray) -> pa.Table:
+        return pa.table({"id": keys, "label": pa.array([f"customer-v{version}-{i}" for i in keys]),
+                         "city": pa.array([["Amsterdam", "Berlin", "Cairo"][i % 3] for i in keys])})
+
+    for producer in ("input", "lookup"):
+        t = catalog.create_table(f"db.cl_{producer}", rows(0, ids[:1]).schema, primary_keys=["id"],
+                                 options={"bucket": "1", "changelog-producer": producer})
+        bucket = Path(catalog.warehouse) / "db.db" / f"cl_{producer}" / "bucket-0"
+        t.write(rows(0, ids))
+        first = t.latest_snapshot().id
+        seen = set(bucket.glob("*.parquet"))
+        decisions.clear()
+        t.write(rows(1, ids[::2]))   # updates: the lookup changelog holds -U and +U of each key
+        assert len(decisions) == 1, producer   # one bucket: one sample for its data file and its changelog
+        data = [f for f in bucket.glob("data-*.parquet") if f not in seen]
+        changelog = [f for f in bucket.glob("changelog-*.parquet") if f not in seen]
+        assert len(data) == 1 and len(changelog) == 1, producer
+        assert _dictionary_columns(data[0]) == _dictionary_columns(changelog[0]) == {"_VALUE_KIND", "city"}
+        feed = t.changes(first, t.latest_snapshot().id).read_all()
+        assert feed.num_rows == (n // 2 if producer == "input" else n), producer
+        assert sorted(feed.column("label").to_pylist()) == sorted(
+            ([f"customer-v0-{i}" for i in ids[::2]] if producer == "lookup" else []) +
+            [f"customer-v1-{i}" for i in ids[::2]])

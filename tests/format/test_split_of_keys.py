@@ -145,3 +145,24 @@ def test_rows_a_deletion_vector_deletes_are_not_read(tmp_path, monkeypatch, copi
     got = pa.concat_tables([read_split_of_keys(table, split, ["k", "v"], wanted) for split in table.plan()])
     assert sorted(got.to_pylist(), key=lambda r: r["k"]) == \
         [{"k": k, "v": f"v1-{k}"} for k in (3, 4, 5)] + [{"k": 8, "v": "v0-8"}]
+
+
+@pytest.mark.parametrize("key_type", [pa.int64(), pa.int32(), pa.string()])
+def test_may_hold_keys_tests_the_file_key_range_against_every_key(tmp_path, key_type):
+    """A file holding keys 100..199 may hold a key set that reaches into that range, never one wholly outside it,
+    for integer keys (compared in numpy) as for others."""
+    def key(i: int):
+        return f"{i:04d}" if pa.types.is_string(key_type) else i
+
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table("db.t", pa.schema([("k", key_type), ("v", pa.int64())]), primary_keys=["k"],
+                         options={"bucket": "1"})
+    t.write(pa.table({"k": pa.array([key(i) for i in range(100, 200)], key_type), "v": pa.array(range(100))}))
+    (entry,) = t.file_entries(t.latest_snapshot())
+
+    def holds(keys: list[int]) -> bool:
+        return key_reads.may_hold_keys(t, entry.file, pa.array([key(i) for i in keys], key_type))
+
+    assert holds([150]) and holds([0, 199]) and holds([100, 5000]) and holds([3, 120, 900])
+    assert not holds([0, 99]) and not holds([200, 5000]) and not holds([])

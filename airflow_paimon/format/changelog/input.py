@@ -7,7 +7,7 @@ version of each key.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..table import Table
 
 
-def input_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table) -> list[DataFileMeta]:
+def input_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
+                    dictionary: Sequence[str] | None = None) -> list[DataFileMeta]:
     """The changelog file of one bucket's input `rows` (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, sorted
-    by key then version)."""
-    return write_changelog(table, partition, bucket, rows, FILE_SOURCE_APPEND)
+    by key then version); `dictionary`: see `write_changelog`."""
+    return write_changelog(table, partition, bucket, rows, FILE_SOURCE_APPEND, dictionary)

@@ -16,7 +16,7 @@ compaction would: so concurrent writers, or a crash between the two snapshots, l
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,10 +86,10 @@ class Lookup:
 
 
 def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
-                     rows: pa.Table) -> list[DataFileMeta]:
+                     rows: pa.Table, dictionary: Sequence[str] | None = None) -> list[DataFileMeta]:
     """The changelog file of one bucket of a write: `rows` holds its newest version of each key it touches
     (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). Before: the newest value above level 0; after: the
-    merge of every version (so `sequence.field` decides, as in Paimon)."""
+    merge of every version (so `sequence.field` decides, as in Paimon). `dictionary`: see `write_changelog`."""
     schema = version_schema(table)
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
@@ -100,7 +100,8 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
         after = rows
     else:
         after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
-    return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT)
+    return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT,
+                           dictionary)
 
 
 def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,

@@ -131,9 +131,11 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
 
 
 def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
-                    file_source: int) -> list[DataFileMeta]:
+                    file_source: int, dictionary: Sequence[str] | None = None) -> list[DataFileMeta]:
     """`rows` (sorted by key) as one changelog file in the bucket directory: `changelog-<uuid>-0.parquet` (the
-    table's changelog-file.prefix and .compression), with a data file's columns; nothing when there are no rows."""
+    table's changelog-file.prefix and .compression), with a data file's columns; nothing when there are no rows.
+    `dictionary`: the columns to try a dictionary on, decided on the data file written with it (see
+    `write_kv_file`)."""
     if rows.num_rows == 0:
         return []
     schema = table.schema()
@@ -142,4 +144,5 @@ def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Tabl
     data = rows.select(schema.field_names)
     return [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, data, seq, kinds,
                           table.core_options.changelog_file_compression,
-                          prefix=table.core_options.changelog_file_prefix, level=0, file_source=file_source)]
+                          prefix=table.core_options.changelog_file_prefix, level=0, file_source=file_source,
+                          dictionary=dictionary)]

@@ -196,11 +196,20 @@ def end_entries(table: "Table", start: Bound, end: Bound) -> tuple[list[Manifest
 def diff_batches(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
                  ends: tuple[Snapshot | None, Snapshot | None] | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """The changes between the files `before` and `after` (of the snapshots `ends`, which a deletion-vector table
-    needs: a file both ends list may have lost rows to its vector in between)."""
+    needs: a file both ends list may have lost rows to its vector in between): rows and their kinds."""
+    return diff_results(table, before, after, names, ends, lambda rows, kinds: (rows, kinds))
+
+
+def diff_results(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
+                 ends: tuple[Snapshot | None, Snapshot | None] | None,
+                 finish: Callable[[pa.Table, np.ndarray], R]) -> Iterator[R]:
+    """`diff_batches`, each unit's rows and kinds passed through `finish` in the thread that compared them (the
+    consumer's thread then only hands results on)."""
     if table.core_options.deletion_vectors:
         if ends is None:
             raise ValueError("a diff of a deletion-vector table needs the snapshots at both ends")
-        yield from _deletion_vector_diff(table, before, after, names, ends)
+        for rows, kinds in _deletion_vector_diff(table, before, after, names, ends):
+            yield finish(rows, kinds)
         return
     counts_before, counts_after = _bucket_counts(before), _bucket_counts(after)
     whole = {p for p in set(counts_before) | set(counts_after)
@@ -210,7 +219,7 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
                                                   if k not in table.schema().trimmed_primary_keys]
     trimmed = table.schema().trimmed_primary_keys
 
-    def unit(group: tuple[bytes, int]) -> tuple[pa.Table, np.ndarray] | None:
+    def unit(group: tuple[bytes, int]) -> R | None:
         files_before, files_after = g_before.get(group, []), g_after.get(group, [])
         names_before = {e.file.file_name for e in files_before}
         names_after = {e.file.file_name for e in files_after}
@@ -230,7 +239,7 @@ def diff_batches(table: "Table", before: list[ManifestEntry], after: list[Manife
         new = _state(table, partition, own_after, names, {} if _own_decide(table, own_after, own_before,
                                                                            shared_files) else shared)
         rows, kinds = compare(old, new, keys)
-        return (rows, kinds) if rows.num_rows else None
+        return finish(rows, kinds) if rows.num_rows else None
 
     groups = [g for g in sorted(set(g_before) | set(g_after))
               if {e.file.file_name for e in g_before.get(g, [])} != {e.file.file_name for e in g_after.get(g, [])}]

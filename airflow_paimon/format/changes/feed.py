@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from ..consumers import ConsumerManager
@@ -18,7 +19,7 @@ from ..evolution import file_columns
 from ..manifest import ManifestEntry
 from ..scan import DECODED_PER_FILE_BYTE
 from .bounds import Bound, latest_bound, resolve_bound
-from .diff import diff_batches, diff_units, end_entries
+from .diff import diff_results, diff_units, end_entries
 from .options import OPTION_KEYS, check_mode, request_from_options
 from .ranges import ChangeModeError, RangeUnit, check_range, range_batches, range_units
 from .rows import change_batch, change_schema, needed_columns
@@ -78,8 +79,11 @@ def _stream(table: "Table", mode: str, start: Bound, end: Bound, names: list[str
     if mode == "diff":
         assert end.snapshot is not None
         version, millis = end.id, end.snapshot.time_millis
-        for rows, kinds in diff_batches(table, ends[0], ends[1], names, (start.snapshot, end.snapshot)):
-            yield from change_batch(table, rows, kinds, version, millis, schema, filter).to_batches()
+        def finish(rows: pa.Table, kinds: np.ndarray) -> pa.Table:
+            return change_batch(table, rows, kinds, version, millis, schema, filter)
+
+        for batch in diff_results(table, ends[0], ends[1], names, (start.snapshot, end.snapshot), finish):
+            yield from batch.to_batches()
         return
     for rows, kinds, snap in range_batches(table, planned, names):
         yield from change_batch(table, rows, kinds, snap.id, snap.time_millis, schema, filter).to_batches()
