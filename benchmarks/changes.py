@@ -13,7 +13,9 @@ fastest of --repeat, with its baseline in the same run:
   ``none`` table (each on a fresh copy of the table); and the lookup upsert of the same number of rows on a
   --small-rows history, for its growth with the history. The fastest run finds the lookup files (local copies
   of the history files, format/lookup_files.py) the first run made; the first run is printed too, as is the
-  first diff, which makes the shared files' copies;
+  first diff, which makes the shared files' copies. Files a setup step just wrote (the table copies, those
+  lookup files) are flushed to disk (os.sync) before the runs measured, which would otherwise share the
+  processor with the kernel writing them back;
 * memory: reading all N inserts of the history's commit as a changelog range batch by batch, in a new process:
   the largest growth of pyarrow's allocated bytes and of the process's resident memory while iterating (from
   before the first batch), against the range's size in Arrow.
@@ -144,6 +146,7 @@ def upsert_times(work: Path, name: str, producer: str, hist: pa.Table, incr: pa.
     def fresh() -> None:
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(source, copy)
+        os.sync()   # the copy's write-back is not part of the upsert measured next
 
     def write() -> None:
         Catalog(str(copy)).get_table(f"bench.{name}").write(incr)
@@ -201,6 +204,7 @@ def main() -> None:
         t0 = time.perf_counter()
         diff = table.changes("before", "after", mode="diff").read_all()
         t_diff_first = time.perf_counter() - t0
+        os.sync()   # nor is the write-back of the lookup files that first diff made part of the diffs measured next
         assert diff.num_rows == incr.num_rows + incr.num_rows // 2, diff.num_rows   # update = before + after
         t_diff = best(lambda: table.changes("before", "after", mode="diff").read_all(), repeat)
         del feed, diff

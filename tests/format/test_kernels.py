@@ -136,3 +136,32 @@ def test_sorted_integers_find_exactly_the_rows_of_the_present_keys(size, seed, f
     row_of = {int(v): i for i, v in enumerate(values)}
     expected = [row_of[int(k)] for k in sought if int(k) in row_of]
     assert SortedIntegers(values).positions(sought).tolist() == expected
+
+
+_VALUES = st.tuples(st.none() | st.integers(0, 2), st.none() | st.text("ab", max_size=2), st.none() | st.integers(0, 2))
+
+
+@settings(max_examples=scaled(200), deadline=None)
+@given(st.dictionaries(st.integers(0, 40), _VALUES, max_size=25),
+       st.dictionaries(st.integers(0, 40), _VALUES, max_size=25))
+def test_diff_compare_tells_pairs_apart_by_any_column(before, after):
+    """Keys at both ends with values differing in any one column, several, or none (NULLs equal only NULLs): the
+    diff's comparison gives a pre/post pair exactly for the keys whose rows differ, deletes and inserts for the
+    rest, whichever column tells a pair apart first."""
+    from airflow_paimon.format.changes.diff import compare
+    from airflow_paimon.format.data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+
+    def table(rows):
+        keys = sorted(rows)
+        return pa.table({"k": pa.array(keys, pa.int64()), "a": pa.array([rows[k][0] for k in keys], pa.int64()),
+                         "b": pa.array([rows[k][1] for k in keys], pa.string()),
+                         "c": pa.array([rows[k][2] for k in keys], pa.int64())})
+
+    got, kinds = compare(table(before), table(after), ["k"])
+    rows = [(kind, r["k"], r["a"], r["b"], r["c"]) for kind, r in zip(kinds.tolist(), got.to_pylist())]
+    expected = [(DELETE, k, *before[k]) for k in sorted(before) if k not in after]
+    for k in sorted(set(before) & set(after)):
+        if before[k] != after[k]:
+            expected += [(UPDATE_BEFORE, k, *before[k]), (UPDATE_AFTER, k, *after[k])]
+    expected += [(INSERT, k, *after[k]) for k in sorted(after) if k not in before]
+    assert rows == expected

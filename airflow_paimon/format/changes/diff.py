@@ -152,12 +152,18 @@ def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, 
     changed = np.zeros(len(bl), dtype=bool)
     # a side whose every row is paired, in order (often the start: the changed keys' former rows), is not taken
     whole_start, whole_end = _every_row(bl, start.num_rows), _every_row(br, end.num_rows)
+    open_pairs = np.arange(len(bl))   # the pairs no column has told apart yet: only they are compared further
     for name in start.column_names:
         if name in keys:
             continue
-        left = start.column(name) if whole_start else start.column(name).take(pa.array(bl))
-        right = end.column(name) if whole_end else end.column(name).take(pa.array(br))
-        changed |= ~_same(left, right)
+        if len(open_pairs) == 0:
+            break
+        every = len(open_pairs) == len(bl)
+        left = start.column(name) if every and whole_start else start.column(name).take(pa.array(bl[open_pairs]))
+        right = end.column(name) if every and whole_end else end.column(name).take(pa.array(br[open_pairs]))
+        differs = ~_same(left, right)
+        changed[open_pairs[differs]] = True
+        open_pairs = open_pairs[~differs]
     bl, br = bl[changed], br[changed]
     order = np.argsort(bl, kind="stable")
     bl, br = bl[order], br[order]
