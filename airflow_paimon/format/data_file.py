@@ -194,12 +194,19 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
         return int(out.tell())
 
 
+def _kv_unique_columns(schema: TableSchema) -> list[str]:
+    """The columns of a primary-key table's file that hold each value once: the key columns, the sequence number,
+    and a single key's own column."""
+    trimmed = schema.trimmed_primary_keys
+    return [KEY_FIELD_PREFIX + k for k in trimmed] + [SEQUENCE_NUMBER] + (trimmed if len(trimmed) == 1 else [])
+
+
 def kv_dictionary_columns(schema: TableSchema, rows: pa.Table, kinds: pa.Array) -> list[str]:
     """The columns of a primary-key table's file worth a dictionary, decided on `rows` (the table's columns) and
     their `kinds`: a write's data file and its changelog hold versions of the same rows, so one decision serves
     both (`write_kv_file`'s `dictionary`)."""
     values = rows.select(schema.field_names).append_column(VALUE_KIND, kinds)
-    return dictionary_columns(values, schema.trimmed_primary_keys if len(schema.trimmed_primary_keys) == 1 else ())
+    return dictionary_columns(values, _kv_unique_columns(schema))
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
@@ -215,8 +222,7 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
     columns += [rows.column(f.name) for f in schema.fields]
     data = pa.Table.from_arrays(columns, schema=file_schema)
     name = new_data_file_name(prefix)
-    unique = [KEY_FIELD_PREFIX + k for k in trimmed] + [SEQUENCE_NUMBER] + (trimmed if len(trimmed) == 1 else [])
-    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, unique, dictionary)
+    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, _kv_unique_columns(schema), dictionary)
     key_types = [schema.arrow_type(k) for k in trimmed]
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]

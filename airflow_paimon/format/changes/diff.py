@@ -239,11 +239,11 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
         if changed.num_rows == 0:
             return None
         shared_files = [e for e in files_before if e.file.file_name in names_after]
-        shared = _shared_rows(table, partition, shared_files, names, changed)
-        old = _state(table, partition, own_before, names, {} if _own_decide(table, own_before, own_after,
-                                                                            shared_files) else shared)
-        new = _state(table, partition, own_after, names, {} if _own_decide(table, own_after, own_before,
-                                                                           shared_files) else shared)
+        alone_before = _own_decide(table, own_before, own_after, shared_files)
+        alone_after = _own_decide(table, own_after, own_before, shared_files)
+        shared = _shared_rows(table, partition, shared_files, names, changed)   # at most one end decides alone
+        old = _state(table, partition, own_before, names, {} if alone_before else shared)
+        new = _state(table, partition, own_after, names, {} if alone_after else shared)
         rows, kinds = compare(old, new, keys)
         return finish(rows, kinds) if rows.num_rows else None
 

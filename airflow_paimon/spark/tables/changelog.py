@@ -23,6 +23,7 @@ from airflow_paimon.format.changelog.input import input_changelog
 from airflow_paimon.format.changelog.lookup import Lookup, level_up, lookup_changelog
 from airflow_paimon.format.changelog.rows import changes, write_changelog
 from airflow_paimon.format.commit import required_changelog
+from airflow_paimon.format.data_file import kv_dictionary_columns
 from airflow_paimon.format.manifest import FILE_SOURCE_COMPACT
 from airflow_paimon.format.read import version_schema
 from airflow_paimon.format.schema import SEQUENCE_NUMBER, VALUE_KIND
@@ -60,10 +61,18 @@ class BucketChangelog:
         self.producer = required_changelog(table.core_options.changelog_producer, kind)
         self.lookup = Lookup(table, base) if self.producer == "lookup" else None
 
+    def dictionary(self, rows: pa.Table, kinds: pa.Array) -> list[str] | None:
+        """The dictionary decision for a bucket's data file and the changelog `add` writes beside it (None when
+        the table writes no changelog here: the data file decides alone)."""
+        if self.producer not in ("input", "lookup"):
+            return None
+        return kv_dictionary_columns(self.table.schema(), rows, kinds)
+
     def add(self, msg: CommitMessage, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
-            sequence: np.ndarray, images: pa.Table | None = None) -> None:
+            sequence: np.ndarray, images: pa.Table | None = None, dictionary: Sequence[str] | None = None) -> None:
         """`rows` (the table's columns, one per key, sorted by key), their `kinds` and `sequence` numbers were
-        written as `msg`'s new file; `images`: their before-images (`before_columns`), if the writer has them."""
+        written as `msg`'s new file; `images`: their before-images (`before_columns`), if the writer has them;
+        `dictionary`: the decision the data file was written with (`dictionary`)."""
         if self.producer not in ("input", "lookup") or not msg.new_files:
             return
         table = self.table
@@ -71,7 +80,7 @@ class BucketChangelog:
         written = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64())).append_column(
             VALUE_KIND, kinds.cast(pa.int8())).select(schema.names).cast(schema)
         if self.producer == "input":
-            msg.changelog_files = input_changelog(table, partition, bucket, written)
+            msg.changelog_files = input_changelog(table, partition, bucket, written, dictionary)
             return
         lookup = self.lookup
         assert lookup is not None
@@ -79,9 +88,9 @@ class BucketChangelog:
         if images is not None and not any(f.level == 0 for f in files):
             before = _before_rows(table, images, schema)
             msg.compact_changelog = write_changelog(table, partition, bucket, changes(table, before, written),
-                                                    FILE_SOURCE_COMPACT)
+                                                    FILE_SOURCE_COMPACT, dictionary)
         else:
-            msg.compact_changelog = lookup_changelog(table, lookup, partition, bucket, written)
+            msg.compact_changelog = lookup_changelog(table, lookup, partition, bucket, written, dictionary)
         msg.compact_before, msg.compact_after = level_up(table, lookup, partition, bucket, msg.new_files[0])
 
 

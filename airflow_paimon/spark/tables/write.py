@@ -164,13 +164,15 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
             kinds = group.rows.column("__kind").combine_chunks().cast(pa.int8())
             rows = cast_to(group.rows, logical, names)
             first = next_seq.get((group.partition, group.bucket), 0)
-            msg = writer.write_bucket(group.partition, group.bucket, rows, kinds if keys else None, first)
+            dictionary = changelog.dictionary(rows, kinds) if keys else None
+            msg = writer.write_bucket(group.partition, group.bucket, rows, kinds if keys else None, first,
+                                      dictionary=dictionary)
             if deletion_vectors is not None:
                 deletion_vectors.settle(group.partition, msg)
             if keys:
                 changelog.add(msg, group.partition, group.bucket, rows, kinds,
                               np.arange(first, first + rows.num_rows, dtype=np.int64),
-                              group.rows.select(image_columns) if images else None)
+                              group.rows.select(image_columns) if images else None, dictionary)
             counts = np.bincount(kinds.to_numpy(zero_copy_only=False).astype(np.int64), minlength=4)
             out = pa.table({"message": [json.dumps(msg.to_dict())], "inserted": [int(counts[0])],
                             "updated": [int(counts[2])], "deleted": [int(counts[1] + counts[3])]})
