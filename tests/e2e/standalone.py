@@ -129,13 +129,52 @@ class Api:
         return response.json()["state"] if response.status_code == 200 else None
 
 
-def wait_for(what: str, condition, timeout: float, server: Standalone, interval: float = 2.0):
+SCHEDULER_GRACE = 60  # seconds a scheduler may go without a heartbeat before another one is started
+
+
+class SchedulerRevival:
+    """Another ``airflow scheduler`` in the same home once standalone's has not heartbeated for `SCHEDULER_GRACE`
+    seconds, as a process supervisor would restart it in production.
+
+    On SQLite, a backfill the API refuses for a locked database is rolled back after the scheduler may already have
+    loaded one of its runs; that scheduler then dies (``ObjectDeletedError``: "DagRun has been deleted"), and
+    ``airflow standalone`` restarts none of its components, so no run would ever start again."""
+
+    def __init__(self, home: Path, env: dict[str, str], api: Api):
+        self.home = home
+        self.env = env
+        self.api = api
+        self.started: Standalone | None = None
+        self._silent_since: float | None = None
+
+    def check(self) -> None:
+        health = self.api.get("/api/v2/monitor/health").json()
+        if (health.get("scheduler") or {}).get("status") == "healthy":
+            self._silent_since = None
+            return
+        now = time.monotonic()
+        if self._silent_since is None:
+            self._silent_since = now
+        elif now - self._silent_since > SCHEDULER_GRACE and self.started is None:
+            print(f"no scheduler heartbeat for {SCHEDULER_GRACE} s: starting another scheduler", flush=True)
+            self.started = Standalone(self.home, self.env, ("scheduler",)).__enter__()
+
+    def stop(self) -> None:
+        if self.started is not None:
+            self.started.stop()
+
+
+def wait_for(what: str, condition, timeout: float, server: Standalone, interval: float = 2.0,
+             scheduler: SchedulerRevival | None = None):
+    """Poll `condition` until it holds; `scheduler`: revive the scheduler if it dies meanwhile."""
     deadline = time.monotonic() + timeout
     last_error = None
     while time.monotonic() < deadline:
         if not server.alive():
             pytest.fail(f"airflow {server.command[0]} exited while waiting for {what}:\n{server.tail()}")
         try:
+            if scheduler is not None:
+                scheduler.check()
             value = condition()
             if value:
                 return value

@@ -37,7 +37,16 @@ from tests.e2e.tables import commit_at, commit_clock, commit_now, create_table, 
 
 httpx = pytest.importorskip("httpx")
 
-from tests.e2e.standalone import LATE_TABLE, TABLE, Api, Standalone, airflow_env, free_port, wait_for  # noqa: E402
+from tests.e2e.standalone import (  # noqa: E402
+    LATE_TABLE,
+    TABLE,
+    Api,
+    SchedulerRevival,
+    Standalone,
+    airflow_env,
+    free_port,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -88,8 +97,12 @@ def airflow(tmp_path_factory):
         wait_for("the DAGs", dags_parsed, 120, server)
         errors = api.get("/api/v2/importErrors").json()
         assert errors["total_entries"] == 0, errors
-        yield types.SimpleNamespace(server=server, api=api, warehouse=warehouse, exports=exports, boundary=boundary,
-                                    offset=offset)
+        scheduler = SchedulerRevival(home, env, api)
+        try:
+            yield types.SimpleNamespace(server=server, api=api, warehouse=warehouse, exports=exports,
+                                        boundary=boundary, offset=offset, scheduler=scheduler)
+        finally:
+            scheduler.stop()
 
 
 def create_backfill(api: Api, request: dict) -> dict:
@@ -123,7 +136,8 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
                 waiting_before_table[task_id] = waiting
         return len(waiting_before_table) == 2
 
-    wait_for("the late table's sensors to wait", late_sensors_waiting, 180, server, interval=1.0)
+    wait_for("the late table's sensors to wait", late_sensors_waiting, 180, server, interval=1.0,
+             scheduler=airflow.scheduler)
     assert not Catalog(warehouse).table_exists(LATE_TABLE)
 
     # ---- the table, now that the creation instant can be put ~DEFER_MARGIN s ahead -------------------
@@ -218,14 +232,16 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
         state = api.get(f"/api/v2/backfills/{backfill['id']}").json()
         return state.get("completed_at") is not None
 
-    wait_for("the backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0)
+    wait_for("the backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0,
+             scheduler=airflow.scheduler)
     ends = {p.end for p in periods}
 
     def period_runs_done():
         done = [r for r in runs() if r["data_interval_end"] and pendulum.parse(r["data_interval_end"]) in ends]
         return len(done) == 5 and all(r["state"] in ("success", "failed") for r in done) and done
 
-    period_runs = wait_for("a finished run of every period", period_runs_done, BACKFILL_TIMEOUT, server)
+    period_runs = wait_for("a finished run of every period", period_runs_done, BACKFILL_TIMEOUT, server,
+                           scheduler=airflow.scheduler)
     writer.join(timeout=30)
 
     assert {r["run_type"] for r in period_runs} <= {"backfill", "scheduled"}, period_runs
@@ -275,7 +291,8 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
             consumed |= {e["extra"]["tag"] for e in upstream}
         return consumed == set(expected) and downstream
 
-    downstream = wait_for("the downstream DAG to consume every tag's event", downstream_consumed, 180, server)
+    downstream = wait_for("the downstream DAG to consume every tag's event", downstream_consumed, 180, server,
+                          scheduler=airflow.scheduler)
     assert all(r["run_type"] == "asset_triggered" for r in downstream)
 
     # ---- the late table's sensors: waited for the table, then for the tag, in both modes ---------------
@@ -283,7 +300,7 @@ def test_backfill_through_the_rest_api_and_a_deferred_sensor(airflow):
         run = api.get(f"/api/v2/dags/{LATE_DAG_ID}/dagRuns/late").json()
         return run["state"] in ("success", "failed") and run
 
-    late_run = wait_for("the late table's run", late_run_done, 300, server)
+    late_run = wait_for("the late table's run", late_run_done, 300, server, scheduler=airflow.scheduler)
     assert late_run["state"] == "success", late_run
     assert waiting_before_table == {"wait_deferred": "deferred", "wait_poking": "running"}
     for task_id in ("wait_deferred", "wait_poking"):
@@ -352,7 +369,8 @@ def test_change_export_backfilled_newest_first_exports_each_days_changes(airflow
         runs = api.get(f"/api/v2/dags/{EXPORT_DAG_ID}/dagRuns", limit=50).json()["dag_runs"]
         return all(r["state"] in ("success", "failed") for r in runs)
 
-    wait_for("the scheduled run to finish", scheduled_runs_finished, BACKFILL_TIMEOUT, server)
+    wait_for("the scheduled run to finish", scheduled_runs_finished, BACKFILL_TIMEOUT, server,
+             scheduler=airflow.scheduler)
     backfilled = days[1:]
     request = {"dag_id": EXPORT_DAG_ID, "from_date": backfilled[0].isoformat(), "to_date": backfilled[-1].isoformat(),
                "run_backwards": True, "max_active_runs": 1, "reprocess_behavior": "none"}
@@ -362,7 +380,8 @@ def test_change_export_backfilled_newest_first_exports_each_days_changes(airflow
         state = api.get(f"/api/v2/backfills/{backfill['id']}").json()
         return state.get("completed_at") is not None
 
-    wait_for("the export backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0)
+    wait_for("the export backfill to complete", backfill_done, BACKFILL_TIMEOUT, server, interval=1.0,
+             scheduler=airflow.scheduler)
     runs = [r for r in api.get(f"/api/v2/dags/{EXPORT_DAG_ID}/dagRuns", limit=50).json()["dag_runs"]
             if r["run_type"] == "backfill"]
     assert {pendulum.parse(r["data_interval_start"]) for r in runs} == set(backfilled), runs
