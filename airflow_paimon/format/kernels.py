@@ -143,6 +143,11 @@ def _differs_from_next(columns: Sequence[Column], num_rows: int) -> np.ndarray:
     if num_rows < 2:
         return differs
     for col in columns:
+        if pa.types.is_integer(col.type) and col.null_count == 0:
+            # numpy compares a null-free integer column in a fraction of Arrow's per-call cost (a merge's key)
+            values = np.asarray(col.to_numpy() if isinstance(col, pa.ChunkedArray) else col.to_numpy(False))
+            differs |= values[1:] != values[:-1]
+            continue
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         differs |= ~null_safe_equal(col.slice(0, num_rows - 1), col.slice(1))
     return differs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -75,10 +76,20 @@ class TableSchema:
         return trimmed if trimmed else list(self.primary_keys)
 
     def arrow_schema(self) -> pa.Schema:
-        return pa.schema([arrow_field_with_ids(f.name, f.type, f.id) for f in self.fields])
+        return self._arrow_schema
 
     def logical_arrow_schema(self) -> pa.Schema:
         """The schema users see: no field-id metadata."""
+        return self._logical_arrow_schema
+
+    # A schema never changes once made (a change makes a new one), so its Arrow forms are built once: reads and
+    # change feeds ask for them per file and per bucket.
+    @cached_property
+    def _arrow_schema(self) -> pa.Schema:
+        return pa.schema([arrow_field_with_ids(f.name, f.type, f.id) for f in self.fields])
+
+    @cached_property
+    def _logical_arrow_schema(self) -> pa.Schema:
         out = []
         for f in self.fields:
             t, nullable = paimon_to_arrow(f.type, f.name)
@@ -86,8 +97,9 @@ class TableSchema:
         return pa.schema(out)
 
     def arrow_type(self, name: str) -> pa.DataType:
-        f = self.field(name)
-        return paimon_to_arrow(f.type, f.name)[0]
+        self.field(name)   # an unknown name is an error naming the columns
+        found: pa.DataType = self._logical_arrow_schema.field(name).type
+        return found
 
     # ---- JSON ------------------------------------------------------------------------------------
     def to_json(self) -> str:

@@ -50,6 +50,21 @@ def test_last_of_each_key_keeps_the_last_row_of_every_key(keys):
 
 
 @settings(max_examples=scaled(200), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), texts), max_size=40),
+       st.sampled_from([pa.int8(), pa.uint16(), pa.int64()]), st.integers(0, 40))
+def test_last_of_each_key_of_a_null_free_integer_key_in_chunks(keys, key_type, cut):
+    """The numpy path (an integer column without nulls, of any width, in several chunks) agrees with the model."""
+    keys = sorted(keys, key=_sort_key)
+    first = [k[0] for k in keys]
+    column = pa.chunked_array([pa.array(first[:cut], key_type), pa.array(first[cut:], key_type)])
+    mask = last_of_each_key([column, pa.array([k[1] for k in keys], pa.string())], len(keys))
+    model: dict[tuple, int] = {}
+    for i, k in enumerate(keys):
+        model[k] = i
+    assert sorted(i for i in range(len(keys)) if mask[i]) == sorted(model.values())
+
+
+@settings(max_examples=scaled(200), deadline=None)
 @given(pairs)
 def test_equal_runs_are_the_groups_of_equal_keys(keys):
     keys = sorted(keys, key=_sort_key)

@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from ..kernels import last_of_each_key, semi_join
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+from ..schema import SEQUENCE_NUMBER
 from ..versions import version_sort_indices
-from .rows import changes, is_add, newest, write_changelog
+from .rows import changes, newest, values_only, write_changelog
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -48,7 +48,7 @@ def compaction_changelog(table: "Table", rows: pa.Table, top: int) -> pa.Table:
     if producer not in ("full-compaction", "lookup") or rows.num_rows == 0:
         return rows.slice(0, 0).drop_columns([LEVEL])
     if table.core_options.ignore_delete:
-        rows = rows.filter(pa.array(is_add(rows.column(VALUE_KIND))))
+        rows = values_only(rows)
     rows, first, last = _per_key(table, rows)
     levels = rows.column(LEVEL).to_numpy()
     # One flag per key (in key order, as `newest` returns keys): does the key change in this compaction?

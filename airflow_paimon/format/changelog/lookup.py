@@ -28,7 +28,7 @@ from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..read import fill_partition, read_files, version_schema
 from ..scan import Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
-from .rows import changes, is_add, newest, write_changelog
+from .rows import changes, newest, values_only, write_changelog
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -80,8 +80,7 @@ class Lookup:
             wanted = wanted.group_by(key_names).aggregate([])
         upper = self.read_keys(partition, bucket, [f for f in files if f.level > 0], wanted)
         if table.core_options.ignore_delete:
-            upper = upper.filter(pa.array(is_add(upper.column(VALUE_KIND))))
-            level0 = level0.filter(pa.array(is_add(level0.column(VALUE_KIND))))
+            upper, level0 = values_only(upper), values_only(level0)
         return upper, level0
 
 
@@ -94,7 +93,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
     before = newest(table, upper.cast(schema))
-    before = before.filter(pa.array(is_add(before.column(VALUE_KIND)))) if before.num_rows else before
+    before = values_only(before)
     if level0.num_rows == 0 and not table.core_options.sequence_fields:
         # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
         after = rows
@@ -123,7 +122,7 @@ def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
         moving += [f for f in files if 1 <= f.level <= target]
     result = newest(table, lookup.read(partition, bucket, moving))
     if target == top:
-        result = result.filter(pa.array(is_add(result.column(VALUE_KIND))))
+        result = values_only(result)
     if result.num_rows == 0:
         return moving, []
     schema = table.schema()

@@ -36,6 +36,14 @@ def is_add(kinds: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return mask
 
 
+def values_only(rows: pa.Table) -> pa.Table:
+    """The rows that hold a value (+I, +U), not a retraction; `rows` itself, not a copy, when every row does."""
+    if rows.num_rows == 0:
+        return rows
+    keep = is_add(rows.column(VALUE_KIND))
+    return rows if keep.all() else rows.filter(pa.array(keep))
+
+
 def newest(table: "Table", rows: pa.Table) -> pa.Table:
     """The newest version of each key (retractions included), sorted by key: Paimon's deduplicate merge."""
     if rows.num_rows == 0:
@@ -89,7 +97,7 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     """
     columns = after.column_names
     before = before.select(columns)
-    before = before.filter(pa.array(is_add(before.column(VALUE_KIND)))) if before.num_rows else before
+    before = values_only(before)
     keys = table.schema().trimmed_primary_keys
     both = pa.concat_tables([
         before.append_column(_SIDE, pa.array(np.zeros(before.num_rows, dtype=np.int8))),

@@ -256,7 +256,9 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
 
 def in_order_parallel(work: Callable[[T], R], items: list[T]) -> Iterator[R]:
     """`work` of each item, in the items' order, computed by as many threads as cores (Parquet decoding, takes
-    and joins release the GIL) with at most that many results held at once: the feed stays a stream."""
+    and joins release the GIL) with at most twice that many results held at once: the feed stays a stream. Twice,
+    so that a thread done before the oldest item's takes the next item instead of waiting for the oldest to be
+    handed on (units differ in cost; with one item per thread, a fast one idled while a slow one finished)."""
     workers = min(len(items), os.cpu_count() or 1)
     if workers <= 1:
         yield from map(work, items)
@@ -264,7 +266,7 @@ def in_order_parallel(work: Callable[[T], R], items: list[T]) -> Iterator[R]:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: deque[Future[R]] = deque()
         for item in items:
-            if len(pending) == workers:
+            if len(pending) == 2 * workers:
                 yield pending.popleft().result()
             pending.append(pool.submit(work, item))
         while pending:
