@@ -1,21 +1,25 @@
 """Benchmark: the change feed and the changelog producers, against plain pyarrow reads of the same files.
 
-    .venv/bin/python benchmarks/changes.py [--rows 10000000] [--small-rows 1000000] [--buckets 8] [--repeat 3]
+    .venv/bin/python benchmarks/changes.py [--rows 10000000] [--small-rows 1000000] [--buckets 8] [--repeat 11]
+        [--read-rounds 20]
 
 History: N rows (int64 ``id`` key, two strings, a double) in primary-key tables of --buckets buckets, written in
-one commit. Increment: N/100 rows, half updates of ids spread over the history, half new ids. Measured, each the
-fastest of --repeat, with its baseline in the same run:
+one commit. Increment: N/100 rows, half updates of ids spread over the history, half new ids. Measured, each with
+its baseline in the same run, the measurements compared taking turns round by round (so that a spell of a slower
+machine slows both sides of a ratio alike), the fastest run counting:
 
 * changelog feed: ``table.changes(before, after, mode="changelog")`` of the increment's commit on a
   ``changelog-producer=input`` table, against ``pq.read_table`` of the changelog files that commit lists;
-* diff: ``mode="diff"`` between two tags that share all files but the increment's, against that changelog read;
+* diff: ``mode="diff"`` between two tags that share all files but the increment's, against that changelog read
+  (--read-rounds rounds of the three reads);
 * lookup upsert: ``table.write(increment)`` on a ``changelog-producer=lookup`` table, against the same write on a
   ``none`` table (each on a fresh copy of the table); and the lookup upsert of the same number of rows on a
-  --small-rows history, for its growth with the history. The fastest run finds the lookup files (local copies
-  of the history files, format/lookup_files.py) the first run made; the first run is printed too, as is the
-  first diff, which makes the shared files' copies. Files a setup step just wrote (the table copies, those
-  lookup files) are flushed to disk (os.sync) before the runs measured, which would otherwise share the
-  processor with the kernel writing them back;
+  --small-rows history, for its growth with the history (--repeat rounds of the three writes). The first round
+  makes the lookup files (local copies of the history files, format/lookup_files.py) the later ones find, so it
+  is printed apart and the fastest of the later rounds counts; so is the first diff, which makes the shared
+  files' copies before the reads are measured. Files a setup step just wrote (the table copies, those lookup
+  files) are flushed to disk (os.sync) before the runs measured, which would otherwise share the processor with
+  the kernel writing them back;
 * memory: reading all N inserts of the history's commit as a changelog range batch by batch, in a new process:
   the largest growth of pyarrow's allocated bytes and of the process's resident memory while iterating (from
   before the first batch), against the range's size in Arrow.
@@ -78,20 +82,20 @@ def increment(n: int, size: int, seed: int = 1) -> pa.Table:
     return data.take(pa.array(rng.permutation(data.num_rows)))
 
 
-def timed(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None) -> list[float]:
-    """Seconds of each of `repeat` runs, in order."""
-    times = []
-    for _ in range(repeat):
-        if setup is not None:
-            setup()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+def taking_turns(fns: dict[str, Callable[[], object]], rounds: int,
+                 setup: dict[str, Callable[[], object]] | None = None) -> dict[str, list[float]]:
+    """Seconds of each run of each function over `rounds` rounds, the functions taking turns within a round (each
+    after its `setup`, untimed): a spell of a slower machine (other processes, the kernel writing back) then slows
+    runs of every function alike, not all the runs of one, and each ratio compares runs made side by side."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if setup is not None and name in setup:
+                setup[name]()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
     return times
-
-
-def best(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None) -> float:
-    return min(timed(fn, repeat, setup))
 
 
 def new_table(warehouse: str, name: str, producer: str, buckets: int) -> Table:
@@ -135,28 +139,29 @@ def feed_memory_fresh(warehouse: str, start: int, end: int) -> tuple[int, int, i
     return n, size, largest, alloc, rss
 
 
-def upsert_times(work: Path, name: str, producer: str, hist: pa.Table, incr: pa.Table, buckets: int,
-                 repeat: int) -> tuple[float, float]:
-    """(the fastest, the first) write of `incr` on a fresh copy of a table holding `hist`, always at the same
-    path: the first lookup write makes the lookup files of the history it looks into, later ones find them."""
-    source = str(work / f"wh-{name}")
-    new_table(source, name, producer, buckets).write(hist)
-    copy = work / f"wh-{name}-copy"
+class Upsert:
+    """The write of `incr` on fresh copies of a table holding `hist`, always at the same path: the first lookup
+    write makes the lookup files of the history it looks into, later ones find them."""
 
-    def fresh() -> None:
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(source, copy)
+    def __init__(self, work: Path, name: str, producer: str, hist: pa.Table, incr: pa.Table, buckets: int):
+        self.name, self.incr, self.rows = name, incr, hist.num_rows + incr.num_rows - incr.num_rows // 2
+        self.source = str(work / f"wh-{name}")
+        new_table(self.source, name, producer, buckets).write(hist)
+        self.copy = work / f"wh-{name}-copy"
+
+    def fresh(self) -> None:
+        shutil.rmtree(self.copy, ignore_errors=True)
+        shutil.copytree(self.source, self.copy)
         os.sync()   # the copy's write-back is not part of the upsert measured next
 
-    def write() -> None:
-        Catalog(str(copy)).get_table(f"bench.{name}").write(incr)
+    def write(self) -> None:
+        Catalog(str(self.copy)).get_table(f"bench.{self.name}").write(self.incr)
 
-    seconds = timed(write, repeat, fresh)
-    table = Catalog(str(copy)).get_table(f"bench.{name}")
-    assert table.read(columns=["id"]).num_rows == hist.num_rows + incr.num_rows - incr.num_rows // 2
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.rmtree(source, ignore_errors=True)
-    return min(seconds), seconds[0]
+    def check_and_drop(self) -> None:
+        table = Catalog(str(self.copy)).get_table(f"bench.{self.name}")
+        assert table.read(columns=["id"]).num_rows == self.rows
+        shutil.rmtree(self.copy, ignore_errors=True)
+        shutil.rmtree(self.source, ignore_errors=True)
 
 
 def main() -> None:
@@ -164,7 +169,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows of history (N)")
     ap.add_argument("--small-rows", type=int, default=None, help="the smaller history of the growth (default N/10)")
     ap.add_argument("--buckets", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
+    ap.add_argument("--repeat", type=int, default=11,
+                    help="rounds of the upserts (the first makes lookup files; the fastest of the others counts)")
+    ap.add_argument("--read-rounds", type=int, default=20, help="rounds of the reads; the fastest counts")
     ap.add_argument("--feed-memory", nargs=3, metavar=("WAREHOUSE", "START", "END"),
                     help="only measure the memory of reading this range of bench.feed (run by the benchmark itself)")
     args = ap.parse_args()
@@ -173,7 +180,7 @@ def main() -> None:
         table = Catalog(warehouse).get_table("bench.feed")
         print(json.dumps(feed_memory(table, int(start), int(end))))
         return
-    n, buckets, repeat = args.rows, args.buckets, args.repeat
+    n, buckets, repeat, read_rounds = args.rows, args.buckets, max(args.repeat, 2), args.read_rounds
     small = args.small_rows or max(n // 10, 100)
     size = max(n // 100, 2)
     print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}", flush=True)
@@ -197,24 +204,30 @@ def main() -> None:
 
         paths = changelog_paths(table, second.id)
         assert paths, "the increment's commit lists no changelog files"
-        t_plain = best(lambda: pa.concat_tables([pq.read_table(p) for p in paths]), repeat)
         feed = table.changes(first.id, second.id, mode="changelog").read_all()
         assert feed.num_rows == incr.num_rows, feed.num_rows
-        t_feed = best(lambda: table.changes(first.id, second.id, mode="changelog").read_all(), repeat)
         t0 = time.perf_counter()
         diff = table.changes("before", "after", mode="diff").read_all()
         t_diff_first = time.perf_counter() - t0
-        os.sync()   # nor is the write-back of the lookup files that first diff made part of the diffs measured next
+        os.sync()   # the write-back of the lookup files that first diff made is not part of the reads measured next
         assert diff.num_rows == incr.num_rows + incr.num_rows // 2, diff.num_rows   # update = before + after
-        t_diff = best(lambda: table.changes("before", "after", mode="diff").read_all(), repeat)
         del feed, diff
+        reads = taking_turns({
+            "plain": lambda: pa.concat_tables([pq.read_table(p) for p in paths]),
+            "feed": lambda: table.changes(first.id, second.id, mode="changelog").read_all(),
+            "diff": lambda: table.changes("before", "after", mode="diff").read_all(),
+        }, read_rounds)
+        t_plain, t_feed, t_diff = (min(reads[k]) for k in ("plain", "feed", "diff"))
 
-        t_none, _ = upsert_times(work, "none", "none", hist, incr, buckets, repeat)
-        t_lookup, t_lookup_first = upsert_times(work, "lookup", "lookup", hist, incr, buckets, repeat)
+        upserts = [Upsert(work, "none", "none", hist, incr, buckets),
+                   Upsert(work, "lookup", "lookup", hist, incr, buckets)]
         del hist
-        small_hist = history(small)
-        t_lookup_small, _ = upsert_times(work, "lookup-small", "lookup", small_hist, increment(small, size), buckets,
-                                      repeat)
+        upserts.append(Upsert(work, "lookup-small", "lookup", history(small), increment(small, size), buckets))
+        writes = taking_turns({u.name: u.write for u in upserts}, repeat, {u.name: u.fresh for u in upserts})
+        for u in upserts:
+            u.check_and_drop()
+        t_none, t_lookup, t_lookup_small = (min(writes[k][1:]) for k in ("none", "lookup", "lookup-small"))
+        t_lookup_first = writes["lookup"][0]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -229,7 +242,8 @@ def main() -> None:
         (f"lookup upsert on {small:,} rows of history", t_lookup_small, 1.0, f"baseline of the growth to {n:,}"),
         (f"lookup upsert on {n:,} rows of history", t_lookup, t_lookup / t_lookup_small, "target < 1.3x"),
     ]
-    print(f"\nN={n:,} buckets={buckets} increment={size:,} rows (half updates) best of {repeat}; "
+    print(f"\nN={n:,} buckets={buckets} increment={size:,} rows (half updates); best of {read_rounds} rounds of the "
+          f"reads and of rounds 2-{repeat} of the upserts; "
           f"load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{'measurement':<50} {'seconds':>8} {'ratio':>7}  note")
     for name, secs, ratio, note in out:
