@@ -104,6 +104,25 @@ def test_diff_reads_only_the_buckets_that_changed(catalog, tmp_path):
     assert [g[1:] for g in got] == [("update_preimage", 1, "a", "v1"), ("update_postimage", 1, "a", "new1")]
 
 
+def test_a_diff_read_stopped_early_leaves_no_queued_bucket_to_compute(monkeypatch):
+    """The diff's threads work a few buckets ahead of its reader; a reader that stops cancels those not started,
+    instead of leaving threads to compute them for nobody."""
+    from airflow_paimon.format.changes.diff import in_order_parallel
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    started = []
+
+    def work(item):
+        started.append(item)
+        time.sleep(0 if item == 0 else 1.5)
+        return item
+
+    results = in_order_parallel(work, list(range(8)))
+    assert next(results) == 0     # items 1 to 3 are submitted by now; 1 and 2 run, 3 waits for a thread
+    results.close()
+    assert 3 not in started and set(started) <= {0, 1, 2}
+
+
 def test_diff_between_tags_after_the_snapshots_between_expired(catalog):
     t = make(catalog)
     t.write(rows([1, 2]))

@@ -265,12 +265,17 @@ def in_order_parallel(work: Callable[[T], R], items: list[T]) -> Iterator[R]:
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: deque[Future[R]] = deque()
-        for item in items:
-            if len(pending) == 2 * workers:
+        try:
+            for item in items:
+                if len(pending) == 2 * workers:
+                    yield pending.popleft().result()
+                pending.append(pool.submit(work, item))
+            while pending:
                 yield pending.popleft().result()
-            pending.append(pool.submit(work, item))
-        while pending:
-            yield pending.popleft().result()
+        finally:
+            # a reader that stops early (or a failed item) leaves no queued item to be computed for nobody
+            for future in pending:
+                future.cancel()
 
 
 def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: list[ManifestEntry], names: list[str],
