@@ -92,8 +92,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
     schema = version_schema(table)
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
-    before = newest(table, upper.cast(schema))
-    before = values_only(before)
+    before = newest(table, upper.cast(schema))   # its retractions: `changes` drops them
     if level0.num_rows == 0 and not table.core_options.sequence_fields:
         # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
         after = rows
