@@ -115,7 +115,10 @@ class _Mappings:
             found = self._copies.pop(copy, None)
         mapped = found[0] if found is not None and found[1] == inode else None
         if mapped is None:
-            mapped = LookupCopy(pa.ipc.open_file(pa.memory_map(str(copy))).read_all())
+            # Closed here: the rows read keep the mapping, not the descriptor. Left to the reader's release, the
+            # descriptor was at times still open a moment after read_all returned.
+            with pa.memory_map(str(copy)) as source:
+                mapped = LookupCopy(pa.ipc.open_file(source).read_all())
         with self._lock:
             self._copies[copy] = (mapped, inode)
             while len(self._copies) > MAPPED_COPIES:
