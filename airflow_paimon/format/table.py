@@ -49,6 +49,7 @@ class Table:
         if schema is None:
             raise TableNotFoundError(f"table {identifier!r} does not exist at {self.path}")
         self._schemas: dict[int, TableSchema] = {}
+        self._entries: tuple[tuple[str, str], list[ManifestEntry]] | None = None
         self._use_schema(schema)
         self.default_commit_user = f"{getpass.getuser()}-{uuid.uuid4()}"
 
@@ -65,6 +66,7 @@ class Table:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("partition_codec", None)
+        state["_entries"] = None   # a task that needs entries reads them: a table's can be large to ship
         return state
 
     def _refuse(self, action: str, reason: str | None) -> None:
@@ -206,15 +208,25 @@ class Table:
         return find_commit(self, commit_id)
 
     def file_entries(self, snapshot: Snapshot | None) -> list[ManifestEntry]:
-        """The live ADD entries of a snapshot (or of a tag, whose file is a snapshot)."""
+        """The live ADD entries of a snapshot (or of a tag, whose file is a snapshot).
+
+        The entries of the last snapshot asked for are kept: a write reads them for its sequence numbers, then for
+        its lookups or deletion vectors. They are keyed by the snapshot's manifest lists, whose names are unique
+        and whose files never change (a snapshot id can come back after a rollback; its lists cannot)."""
         if snapshot is None:
             return []
+        key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        kept = self._entries
+        if kept is not None and kept[0] == key:
+            return list(kept[1])
         metas = self.manifest_io.read_list(snapshot.base_manifest_list) + \
             self.manifest_io.read_list(snapshot.delta_manifest_list)
         entries: list[ManifestEntry] = []
         for m in metas:
             entries.extend(self.manifest_io.read_entries(m.file_name))
-        return merge_entries(entries)
+        live = merge_entries(entries)
+        self._entries = (key, live)
+        return list(live)
 
     def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The changelog files a snapshot produced (see ManifestIO.changelog_entries); each has a data file's

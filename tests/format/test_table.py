@@ -259,3 +259,35 @@ def test_a_commit_stays_known_through_its_tag_after_its_snapshot_expired(catalog
     again = t.write(orders(range(3), version=99), commit_user="airflow:merge", commit_identifier=11)
     assert again.id == first.id
     assert all(r["name"] != "n0-v99" for r in t.read().to_pylist())
+
+
+def test_a_write_reads_each_manifest_of_its_base_once(catalog, monkeypatch):
+    """A lookup write needs its base's files for the sequence numbers and for the lookups: one read of each
+    manifest serves both (on an object store each read is a request)."""
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["id"],
+                             options={"bucket": "2", "changelog-producer": "lookup"})
+    for v in range(3):
+        t.write(orders(range(v * 4, v * 4 + 6), version=v))
+    t = catalog.get_table("db.t")   # nothing read yet
+    reads: list[str] = []
+    read_entries = t.manifest_io.read_entries
+    monkeypatch.setattr(t.manifest_io, "read_entries", lambda name: reads.append(name) or read_entries(name))
+    t.write(orders(range(2, 9), version=9))
+    assert reads and len(reads) == len(set(reads)), reads
+
+
+def test_the_files_of_a_snapshot_id_reused_after_a_rollback_are_the_new_ones(catalog):
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["id"], options={"bucket": "1"})
+    t.write(orders(range(3)))
+    second = t.write(orders(range(3, 6)))
+    assert second is not None
+    before = {e.file.file_name for e in t.file_entries(second)}
+    t.maintenance.rollback(to_snapshot=1)
+    again = t.write(orders(range(6, 9)))
+    assert again is not None and again.id == second.id
+    after = {e.file.file_name for e in t.file_entries(again)}
+    assert after != before and len(after) == 2
+    entries = t.file_entries(again)
+    entries.clear()   # a caller's list is its own
+    assert {e.file.file_name for e in t.file_entries(again)} == after
+    assert sorted(t.read().column("id").to_pylist()) == [0, 1, 2, 6, 7, 8]

@@ -70,23 +70,25 @@ def _equal_rows(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.n
     return same
 
 
-def _before_after_order(before: pa.Table, after: pa.Table, both: pa.Table,
-                        keys: Sequence[str]) -> pa.Array | np.ndarray:
-    """Positions in `both` ([before; after], with the side column) ordering the rows by key, a key's before row
-    first. Key-ordered integer keys (each side one row per key, as the producers give them) are merged by a
-    binary search; others sorted."""
+def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Positions in [before; after] ordering the rows by key, a key's before row first. Key-ordered integer keys
+    (each side one row per key, as the producers give them, every before key with its after row) are merged in
+    linear time: a before row goes just ahead of its after row, and an after row moves down by the before rows
+    placed up to it. Others are sorted."""
+    nb = before.num_rows
     if len(keys) == 1:
         b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
         if b is not None and a is not None:
             at = np.searchsorted(a, b)
-            if len(b) == 0 or (at[-1] < len(a) and bool((a[np.minimum(at, len(a) - 1)] == b).all())):
-                # every before key has its after row: it goes just ahead of it
-                order = np.empty(len(b) + len(a), dtype=np.int64)
-                order[at + np.arange(len(b))] = np.arange(len(b))
-                order[np.arange(len(a)) + np.searchsorted(at, np.arange(len(a)), side="right")] = \
-                    len(b) + np.arange(len(a))
+            if nb == 0 or (at[-1] < len(a) and bool((a[np.minimum(at, len(a) - 1)] == b).all())):
+                order = np.empty(nb + len(a), dtype=np.int64)
+                order[at + np.arange(nb)] = np.arange(nb)
+                ahead = np.cumsum(np.bincount(at, minlength=len(a)))   # before rows placed up to each after row
+                order[np.arange(len(a)) + ahead] = nb + np.arange(len(a))
                 return order
-    return pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")])
+    side = pa.array(np.concatenate([np.zeros(nb, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)]))
+    both = pa.concat_tables([before.select(list(keys)), after.select(list(keys))]).append_column(_SIDE, side)
+    return np.asarray(pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")]))
 
 
 def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
@@ -96,23 +98,18 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     `after` (keys absent or retracted before have no row; retractions in `before` are ignored).
     """
     columns = after.column_names
-    before = before.select(columns)
-    before = values_only(before)
-    keys = table.schema().trimmed_primary_keys
-    both = pa.concat_tables([
-        before.append_column(_SIDE, pa.array(np.zeros(before.num_rows, dtype=np.int8))),
-        after.append_column(_SIDE, pa.array(np.ones(after.num_rows, dtype=np.int8))),
-    ])
-    if both.num_rows == 0:
+    before = values_only(before.select(columns))
+    nb, n = before.num_rows, before.num_rows + after.num_rows
+    if n == 0:
         return after.slice(0, 0)
-    both = both.take(_before_after_order(before, after, both, keys))
-    n = both.num_rows
-    side = both.column(_SIDE).to_numpy()
-    add = is_add(both.column(VALUE_KIND))
+    keys = table.schema().trimmed_primary_keys
+    order = _before_after_order(before, after, keys)
+    side = order >= nb                    # per changelog position: an after row
+    add = np.concatenate([is_add(before.column(VALUE_KIND)), is_add(after.column(VALUE_KIND))])[order]
     # Every before row is followed by the after row of its key; an after row has a before row iff one precedes.
     has_before = np.zeros(n, dtype=bool)
-    has_before[1:] = side[:-1] == 0
-    b_idx = np.flatnonzero(side == 0)
+    has_before[1:] = ~side[:-1]
+    b_idx = np.flatnonzero(~side)
     pair_add = np.zeros(n, dtype=bool)     # at before rows: the after of the pair is a value
     pair_add[b_idx] = add[b_idx + 1]
     differs = np.ones(n, dtype=bool)       # at before rows and at their after rows
@@ -120,22 +117,23 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     if options.changelog_row_deduplicate and len(b_idx):
         ignored = set(options.changelog_row_deduplicate_ignore_fields)
         compared = [c for c in table.schema().field_names if c not in ignored]
-        same = _equal_rows(both.take(b_idx), both.take(b_idx + 1), compared)
+        both = pa.concat_tables([before, after])
+        same = _equal_rows(both.take(order[b_idx]), both.take(order[b_idx + 1]), compared)
         differs[b_idx] = ~same
         differs[b_idx + 1] = ~same
-    after_rows = side == 1
-    insert = after_rows & ~has_before & add
-    update_after = after_rows & has_before & add & differs
-    delete = (side == 0) & ~pair_add
-    update_before = (side == 0) & pair_add & differs
+    insert = side & ~has_before & add
+    update_after = side & has_before & add & differs
+    delete = ~side & ~pair_add
+    update_before = ~side & pair_add & differs
     kinds = np.full(n, INSERT, dtype=np.int8)
     kinds[update_after] = UPDATE_AFTER
     kinds[delete] = DELETE
     kinds[update_before] = UPDATE_BEFORE
     keep = insert | update_after | delete | update_before
-    out = both.drop_columns([_SIDE])
-    out = out.set_column(out.column_names.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
-    return out if keep.all() else out.filter(pa.array(keep))
+    if not keep.all():
+        order, kinds = order[keep], kinds[keep]
+    out = pa.concat_tables([before, after]).take(pa.array(order))
+    return out.set_column(columns.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
 
 
 def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
