@@ -104,8 +104,10 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
         return after.slice(0, 0)
     keys = table.schema().trimmed_primary_keys
     order = _before_after_order(before, after, keys)
+    both = pa.concat_tables([before, after])
     side = order >= nb                    # per changelog position: an after row
-    add = np.concatenate([is_add(before.column(VALUE_KIND)), is_add(after.column(VALUE_KIND))])[order]
+    # every before row is a value (retractions were dropped above)
+    add = np.concatenate([np.ones(nb, dtype=bool), is_add(after.column(VALUE_KIND))])[order]
     # Every before row is followed by the after row of its key; an after row has a before row iff one precedes.
     has_before = np.zeros(n, dtype=bool)
     has_before[1:] = ~side[:-1]
@@ -117,7 +119,6 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     if options.changelog_row_deduplicate and len(b_idx):
         ignored = set(options.changelog_row_deduplicate_ignore_fields)
         compared = [c for c in table.schema().field_names if c not in ignored]
-        both = pa.concat_tables([before, after])
         same = _equal_rows(both.take(order[b_idx]), both.take(order[b_idx + 1]), compared)
         differs[b_idx] = ~same
         differs[b_idx + 1] = ~same
@@ -132,7 +133,7 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     keep = insert | update_after | delete | update_before
     if not keep.all():
         order, kinds = order[keep], kinds[keep]
-    out = pa.concat_tables([before, after]).take(pa.array(order))
+    out = both.take(pa.array(order))
     return out.set_column(columns.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
 
 
