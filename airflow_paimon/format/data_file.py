@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -122,11 +123,16 @@ DICTIONARY_PAGE_LIMIT = 1024 * 1024
 _SAMPLE_SEED = 20260317
 
 
+@lru_cache(maxsize=256)
 def _sample_rows(n: int) -> np.ndarray | None:
-    """The rows a file of `n` rows samples in every column (None: a small file is read whole)."""
+    """The rows a file of `n` rows samples in every column (None: a small file is read whole). The same `n`
+    gives the same rows, so they are drawn once: seeding a generator costs more than the sample's whole use in a
+    bucket of a write, which asks again for each of its files. Read-only, as it is shared."""
     if n <= DICTIONARY_SAMPLE:
         return None
-    return np.unique(np.random.default_rng(_SAMPLE_SEED).integers(0, n, DICTIONARY_SAMPLE))
+    rows = np.unique(np.random.default_rng(_SAMPLE_SEED).integers(0, n, DICTIONARY_SAMPLE))
+    rows.flags.writeable = False
+    return rows
 
 
 def _nearly_unique(col: pa.ChunkedArray, sample_rows: np.ndarray | None) -> bool:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .binary_row import deserialize_row
 from .evolution import evolved, file_columns, read_data_file
 from .kernels import SortedIntegers, ascending_integers
-from .lookup_files import LookupFiles
+from .lookup_files import LookupCopy, LookupFiles
 from .manifest import DataFileMeta
 from .read import fill_partition, merge_columns, merge_versions, read_split, version_schema, with_default_values
 from .scan import Split
@@ -81,6 +81,17 @@ def positions_of_keys(file_keys: pa.Table, wanted: pa.Table, keys: Sequence[str]
     return np.sort(hits.column(_ROW).to_numpy())
 
 
+def _key_values(file_keys: pa.Table, name: str, type_: pa.DataType, rows: np.ndarray,
+                copy: LookupCopy | None) -> pa.Array | pa.ChunkedArray:
+    """The key column `name` at `rows`. Out of a lookup file's searched key column when it has one of this
+    type: the search just read those values, while the file's own column of the key is still to be fetched
+    from memory, a miss per row."""
+    index = None if copy is None else copy.keys
+    if index is not None and pa.types.is_integer(type_) and index.values.dtype == type_.to_pandas_dtype():
+        return pa.array(index.values[rows], type=type_)
+    return file_keys.column(name).take(pa.array(rows))
+
+
 def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], schema: pa.Schema,
                       wanted: pa.Table) -> list[pa.Table]:
     """For each file of `split` that holds one of the keys of `wanted` (distinct rows of the trimmed primary
@@ -117,9 +128,10 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
             else:
                 present = [n for n in rest_columns.to_read if n in copy.data.column_names]
                 values = evolved(copy.take(present, take), rest_columns, schema, path)
-            arrays = [file_keys.column(c).take(take) if c in keys else values.column(c) for c in columns]
+            arrays = [_key_values(file_keys, c, schema.field(c).type, rows, copy) if c in keys
+                      else values.column(c) for c in columns]
         else:
-            arrays = [file_keys.column(c).take(take) for c in columns]
+            arrays = [_key_values(file_keys, c, schema.field(c).type, rows, copy) for c in columns]
         out.append(pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns])))
     if lookup_files.built:
         lookup_files.prune()
