@@ -89,7 +89,7 @@ def _key_values(file_keys: pa.Table, name: str, type_: pa.DataType, rows: np.nda
     index = None if copy is None else copy.keys
     if index is not None and pa.types.is_integer(type_) and index.values.dtype == type_.to_pandas_dtype():
         return pa.array(index.values[rows], type=type_)
-    return file_keys.column(name).take(pa.array(rows))
+    return file_keys.column(name).take(rows)
 
 
 def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], schema: pa.Schema,
@@ -120,18 +120,17 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
         rows = positions_of_keys(file_keys, wanted, keys, None if copy is None else copy.keys)
         if len(rows) == 0:
             continue
-        take = pa.array(rows)
+        values = None
         if rest:
+            take = pa.array(rows)
             rest_columns = file_columns(current, written, rest)
             if copy is None:
                 values = read_data_file(table.io, path, rest_columns, schema, take)
             else:
                 present = [n for n in rest_columns.to_read if n in copy.data.column_names]
                 values = evolved(copy.take(present, take), rest_columns, schema, path)
-            arrays = [_key_values(file_keys, c, schema.field(c).type, rows, copy) if c in keys
-                      else values.column(c) for c in columns]
-        else:
-            arrays = [_key_values(file_keys, c, schema.field(c).type, rows, copy) for c in columns]
+        arrays = [values.column(c) if values is not None and c not in keys
+                  else _key_values(file_keys, c, schema.field(c).type, rows, copy) for c in columns]
         out.append(pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in columns])))
     if lookup_files.built:
         lookup_files.prune()
