@@ -135,7 +135,7 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
         rows = chunk.select(logical.names)
         new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, compression,
                                        prefix=table.core_options.data_file_prefix, level=top,
-                                       file_source=FILE_SOURCE_COMPACT))
+                                       stats=table.core_options.stats, file_source=FILE_SOURCE_COMPACT))
     # The rows the bucket's deletion vectors delete were left out when its files were read: the vectors of
     # the replaced files go with them.
     vectors = sorted({path.rsplit("/", 1)[-1] for path, _, _ in (split.deletion_files or {}).values()})
@@ -167,7 +167,8 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
     new_files = []
     for start, end in _chunks(data.num_rows, _rows_per_file(small, size)):
         meta = write_append_file(table.io, bucket_dir, schema, data.slice(start, end - start), seq, compression,
-                                 prefix=table.core_options.data_file_prefix, file_source=FILE_SOURCE_COMPACT)
+                                 prefix=table.core_options.data_file_prefix, stats=table.core_options.stats,
+                                 file_source=FILE_SOURCE_COMPACT)
         new_files.append(meta)
         seq = meta.max_sequence_number + 1
     index_files = sorted({path.rsplit("/", 1)[-1] for path, _, _ in vectors.values()})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +29,9 @@ from .schema import (
     VALUE_KIND_ID,
     TableSchema,
 )
+from .stats_modes import ColumnStats, StatsMode, StatsPolicy
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-STATS_TRUNCATE = 16
 
 
 def new_data_file_name(prefix: str) -> str:
@@ -39,58 +39,39 @@ def new_data_file_name(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4()}-0.parquet"
 
 
-def _truncate_min(v: Any) -> Any:
-    if isinstance(v, str) and len(v) > STATS_TRUNCATE:
-        return v[:STATS_TRUNCATE]
-    if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
-        return v[:STATS_TRUNCATE]
-    return v
-
-
-def _truncate_max(v: Any) -> Any:
-    """A value >= every value with this prefix, or None (unknown) when none exists."""
-    if isinstance(v, str) and len(v) > STATS_TRUNCATE:
-        head = v[:STATS_TRUNCATE]
-        for i in range(len(head) - 1, -1, -1):
-            c = ord(head[i])
-            if c < 0x10FFFF and not (0xD7FF <= c < 0xE000):
-                return head[:i] + chr(c + 1)
-        return None
-    if isinstance(v, bytes) and len(v) > STATS_TRUNCATE:
-        prefix = bytearray(v[:STATS_TRUNCATE])
-        for i in range(len(prefix) - 1, -1, -1):
-            if prefix[i] < 0xFF:
-                prefix[i] += 1
-                return bytes(prefix[: i + 1])
-        return None
-    return v
-
-
-def column_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataType],
-                 truncate: bool) -> SimpleStats:
-    mins: list[Any] = []
-    maxs: list[Any] = []
-    nulls: list[int] = []
-    for name in names:
+def column_stats(table: pa.Table, names: Sequence[str], modes: Sequence[StatsMode]) -> list[ColumnStats]:
+    """Each named column's statistics as its mode keeps them. ARRAY, MAP and ROW columns keep none (Paimon reads
+    them from the Parquet footer by column name, which their leaves do not have)."""
+    out: list[ColumnStats] = []
+    for name, mode in zip(names, modes):
         col = table.column(name)
-        if pa.types.is_nested(col.type):
-            # Paimon keeps only null counts for ARRAY, MAP and ROW columns (its Parquet stats extractor too).
-            mins.append(None)
-            maxs.append(None)
-            nulls.append(col.null_count)
-            continue
-        if pa.types.is_boolean(col.type) or len(col) == col.null_count:
-            mm = pc.min_max(col) if len(col) != col.null_count else None
+        if mode.kind == "none" or pa.types.is_nested(col.type):
+            out.append((None, None, None))
+        elif mode.kind == "counts" or len(col) == col.null_count:
+            out.append((None, None, col.null_count))
         else:
             mm = pc.min_max(col)
-        lo = mm["min"].as_py() if mm is not None else None
-        hi = mm["max"].as_py() if mm is not None else None
-        if truncate:
-            lo, hi = _truncate_min(lo), _truncate_max(hi)
-        mins.append(lo)
-        maxs.append(hi)
-        nulls.append(col.null_count)
-    return SimpleStats(serialize_row(mins, list(types)), serialize_row(maxs, list(types)), tuple(nulls))
+            out.append(mode.apply(mm["min"].as_py(), mm["max"].as_py(), col.null_count))
+    return out
+
+
+def to_simple_stats(stats: Sequence[ColumnStats], types: Sequence[pa.DataType]) -> SimpleStats:
+    return SimpleStats(serialize_row([s[0] for s in stats], list(types)),
+                       serialize_row([s[1] for s in stats], list(types)), tuple(s[2] for s in stats))
+
+
+def value_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataType], modes: Sequence[StatsMode],
+                dense: bool) -> tuple[SimpleStats, tuple[str, ...] | None]:
+    """A file's value statistics and the columns they describe (None: all of them). Dense (Paimon's
+    metadata.stats-dense-store), the columns that keep nothing are left out."""
+    stats = column_stats(table, names, modes)
+    if not dense:
+        return to_simple_stats(stats, types), None
+    kept = [i for i, s in enumerate(stats) if s != (None, None, None)]
+    if len(kept) == len(stats):
+        return to_simple_stats(stats, types), None
+    return (to_simple_stats([stats[i] for i in kept], [types[i] for i in kept]),
+            tuple(names[i] for i in kept))
 
 
 def empty_stats() -> SimpleStats:
@@ -216,12 +197,13 @@ def kv_dictionary_columns(schema: TableSchema, rows: pa.Table, kinds: pa.Array) 
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
-                  kinds: pa.Array, compression: str, *, prefix: str, level: int = 0,
-                  file_source: int = FILE_SOURCE_APPEND, dictionary: Sequence[str] | None = None) -> DataFileMeta:
+                  kinds: pa.Array, compression: str, *, prefix: str, stats: StatsPolicy, level: int = 0,
+                  changelog: bool = False, file_source: int = FILE_SOURCE_APPEND,
+                  dictionary: Sequence[str] | None = None) -> DataFileMeta:
     """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
     `prefix`; with the changelog-file.prefix, a changelog file (same layout, keys sorted but repeated: a key's
-    changes in order). `dictionary`: the columns to try a dictionary on (`kv_dictionary_columns`), instead of
-    deciding on a sample of `rows`."""
+    changes in order; `changelog` true, so that its statistics follow changelog-file.stats-mode). `dictionary`: the
+    columns to try a dictionary on (`kv_dictionary_columns`), instead of deciding on a sample of `rows`."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
     columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
@@ -235,6 +217,9 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
     n = rows.num_rows
     first = [rows.column(k)[0].as_py() for k in trimmed]
     last = [rows.column(k)[n - 1].as_py() for k in trimmed]
+    modes = stats.column_modes(file_schema.names, stats.file_mode(level, changelog))
+    keys = column_stats(rows, trimmed, modes[:len(trimmed)])
+    values, stats_columns = value_stats(rows, value_names, value_types, modes[len(trimmed) + 2:], stats.dense)
     seq_mm = pc.min_max(sequence)
     retractions = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
     deletes = retractions.true_count
@@ -244,8 +229,8 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
         row_count=n,
         min_key=serialize_row(first, key_types),
         max_key=serialize_row(last, key_types),
-        key_stats=column_stats(rows, trimmed, key_types, truncate=False),
-        value_stats=column_stats(rows, value_names, value_types, truncate=True),
+        key_stats=to_simple_stats(keys, key_types),
+        value_stats=values,
         min_sequence_number=seq_mm["min"].as_py(),
         max_sequence_number=seq_mm["max"].as_py(),
         schema_id=schema.id,
@@ -254,17 +239,20 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
         creation_time_ms=int(time.time() * 1000),
         delete_row_count=deletes,
         file_source=file_source,
-        value_stats_cols=None,
+        value_stats_cols=stats_columns,
     )
 
 
 def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, first_sequence: int,
-                      compression: str, *, prefix: str, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+                      compression: str, *, prefix: str, stats: StatsPolicy,
+                      file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
     data = rows.cast(schema.arrow_schema())
     name = new_data_file_name(prefix)
     size = write_parquet(io, f"{bucket_dir}/{name}", data, compression)
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]
+    values, stats_columns = value_stats(rows, value_names, value_types,
+                                        stats.column_modes(value_names, stats.file_mode(None)), stats.dense)
     return DataFileMeta(
         file_name=name,
         file_size=size,
@@ -272,7 +260,7 @@ def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa
         min_key=EMPTY_ROW,
         max_key=EMPTY_ROW,
         key_stats=empty_stats(),
-        value_stats=column_stats(rows, value_names, value_types, truncate=True),
+        value_stats=values,
         min_sequence_number=first_sequence,
         max_sequence_number=first_sequence + rows.num_rows - 1,
         schema_id=schema.id,
@@ -281,5 +269,5 @@ def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa
         creation_time_ms=int(time.time() * 1000),
         delete_row_count=0,
         file_source=file_source,
-        value_stats_cols=None,
+        value_stats_cols=stats_columns,
     )

@@ -128,7 +128,7 @@ class DeletionVectorWriter:
                                    out.select(schema.field_names), out.column(SEQUENCE_NUMBER).combine_chunks(),
                                    out.column(VALUE_KIND).combine_chunks().cast(pa.int8()),
                                    table.core_options.file_compression, prefix=table.core_options.data_file_prefix,
-                                   level=target, file_source=FILE_SOURCE_COMPACT)]
+                                   stats=table.core_options.stats, level=target, file_source=FILE_SOURCE_COMPACT)]
         else:
             after = []
         msg.compact_before = moving + merged

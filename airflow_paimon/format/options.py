@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Mapping, Sequence
 
 from .errors import InvalidOptionError
+from .stats_modes import StatsPolicy
 from .table_kind import TableKind
 from .upkeep.expire_policy import ExpirePolicy
 from .values import count, duration, option_boolean
@@ -87,6 +88,8 @@ class TableOptions:
     data_file_directory: str | None = None
     # fields.<name>.default-value: what a NULL of that column reads as
     field_default_values: Mapping[str, str] = field(default_factory=dict)
+    # metadata.stats-mode and the options refining it: the statistics each new file keeps (stats_modes.py)
+    stats: StatsPolicy = field(default_factory=StatsPolicy)
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -195,6 +198,7 @@ class TableOptions:
             data_file_directory=data_directory,
             field_default_values={m.group(1): value for key, value in options.items()
                                   if (m := _DEFAULT_VALUE.fullmatch(key))},
+            stats=StatsPolicy.from_options(options),
         )
 
 

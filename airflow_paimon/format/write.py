@@ -292,11 +292,13 @@ class TableWrite:
             if isinstance(kinds, pa.ChunkedArray):
                 kinds = kinds.combine_chunks()
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
-                                 compression, prefix=table.core_options.data_file_prefix, level=level,
-                                 file_source=file_source, dictionary=dictionary)
+                                 compression, prefix=table.core_options.data_file_prefix,
+                                 stats=table.core_options.stats, level=level, file_source=file_source,
+                                 dictionary=dictionary)
         else:
             meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
-                                     prefix=table.core_options.data_file_prefix, file_source=file_source)
+                                     prefix=table.core_options.data_file_prefix, stats=table.core_options.stats,
+                                     file_source=file_source)
         return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])
 
     def delete_rows(self, keys: pa.Table, base_snapshot: Snapshot | None = None) -> list[CommitMessage]:

@@ -107,7 +107,7 @@ def test_a_read_skips_level_0_and_drops_the_rows_a_vector_deletes(catalog, merge
                                         [VectorRange(target.file.file_name, 1, len(blob) - 9, 2)])
     level0 = write_kv_file(table.io, table.bucket_dir((), bucket), table.schema(), rows([gone[0]], "z"),
                            pa.array([10_000], pa.int64()), pa.array([0], pa.int8()), "zstd", prefix="data-",
-                           level=0)
+                           stats=table.core_options.stats, level=0)
     table.commit([CommitMessage(target.partition, bucket, 2, [level0], index_adds=[entry])])
     got = dict(zip(*table.read().to_pydict().values()))
     expected = {i: f"a{i}" for i in range(10) if i not in gone}

@@ -36,6 +36,11 @@ APPEND = TableOptions.parse({}, has_primary_key=False)
     ("target-file-size (primary key)", PK.target_file_size, 128 * 1024 * 1024),
     ("target-file-size (append)", APPEND.target_file_size, 256 * 1024 * 1024),
     ("deletion-vectors.enabled", PK.read_refusal, None),                    # defaultValue(false)
+    ("metadata.stats-mode", (PK.stats.default.kind, PK.stats.default.length), ("truncate", 16)),  # "truncate(16)"
+    ("metadata.stats-mode.per.level", dict(PK.stats.per_level), {}),          # defaultValue(new HashMap<>())
+    ("changelog-file.stats-mode", PK.stats.changelog, None),                # noDefaultValue()
+    ("metadata.stats-keep-first-n-columns", PK.stats.keep_first, -1),       # defaultValue(-1)
+    ("metadata.stats-dense-store", PK.stats.dense, True),                   # defaultValue(true)
 ])
 def test_table_option_defaults_are_paimons(option, ours, paimons):
     assert ours == paimons, option

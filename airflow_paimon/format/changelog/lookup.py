@@ -129,5 +129,6 @@ def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
     kinds = pc.cast(result.column(VALUE_KIND).combine_chunks(), pa.int8())
     out = write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, result.select(schema.field_names),
                         seq, kinds, table.core_options.file_compression,
-                        prefix=table.core_options.data_file_prefix, level=target, file_source=FILE_SOURCE_COMPACT)
+                        prefix=table.core_options.data_file_prefix, stats=table.core_options.stats, level=target,
+                        file_source=FILE_SOURCE_COMPACT)
     return moving, [out]

@@ -151,5 +151,5 @@ def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Tabl
     data = rows.select(schema.field_names)
     return [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, data, seq, kinds,
                           table.core_options.changelog_file_compression,
-                          prefix=table.core_options.changelog_file_prefix, level=0, file_source=file_source,
-                          dictionary=dictionary)]
+                          prefix=table.core_options.changelog_file_prefix, stats=table.core_options.stats, level=0,
+                          changelog=True, file_source=file_source, dictionary=dictionary)]
