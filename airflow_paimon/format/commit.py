@@ -23,6 +23,7 @@ from .manifest import ADD, DELETE, DataFileMeta, ManifestEntry, ManifestFileMeta
 from .snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 
 if TYPE_CHECKING:
+    from .options import TableOptions
     from .table import Table
 
 MANIFEST_MERGE_MIN_COUNT = 30
@@ -87,13 +88,15 @@ class Latest(Enum):
 LATEST: Final = Latest.SNAPSHOT
 
 
-def required_changelog(producer: str, kind: str) -> str:
-    """Which changelog a commit of `kind` owes a table with this `changelog-producer` ('none': none).
+def required_changelog(options: "TableOptions", kind: str) -> str:
+    """Which changelog a commit of `kind` owes a table with these options ('none': none).
 
-    Writes owe it under `input` and `lookup`; compactions under `lookup` (for the level-0 rows they merge) and
+    Writes owe it under `input`, and under `lookup` unless the table is `write-only` (its writes leave their rows
+    at level 0 for the compaction to describe); compactions under `lookup` (for the level-0 rows they merge) and
     `full-compaction`. OVERWRITE commits carry none, as in Paimon.
     """
-    if kind == "APPEND" and producer in ("input", "lookup"):
+    producer = options.changelog_producer
+    if kind == "APPEND" and (producer == "input" or producer == "lookup" and not options.write_only):
         return producer
     if kind == "COMPACT" and producer in ("lookup", "full-compaction"):
         return producer
@@ -118,7 +121,7 @@ class Transaction:
         exactly-once. `changelog`: the `changelog-producer` whose changelog the writer puts in its messages;
         a writer that does not produce the changelog the table asks for is refused here, before it writes."""
         producer = table.core_options.changelog_producer
-        owed = required_changelog(producer, kind)
+        owed = required_changelog(table.core_options, kind)
         if owed != "none" and changelog != owed:
             raise UnsupportedTableError(
                 f"cannot commit to {table.identifier}: its changelog-producer is {producer!r}, and this writer "

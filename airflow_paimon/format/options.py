@@ -90,6 +90,9 @@ class TableOptions:
     field_default_values: Mapping[str, str] = field(default_factory=dict)
     # metadata.stats-mode and the options refining it: the statistics each new file keeps (stats_modes.py)
     stats: StatsPolicy = field(default_factory=StatsPolicy)
+    # write-only: writes compact nothing (no lookup changelog, no level-up, no full compaction after them), leaving
+    # it to a dedicated compaction job, as Paimon's writers then do
+    write_only: bool = False
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -199,6 +202,7 @@ class TableOptions:
             field_default_values={m.group(1): value for key, value in options.items()
                                   if (m := _DEFAULT_VALUE.fullmatch(key))},
             stats=StatsPolicy.from_options(options),
+            write_only=_bool(options, "write-only", False),
         )
 
 

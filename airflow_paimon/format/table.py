@@ -383,7 +383,7 @@ class Table:
 
         The write produces the changelog of `input` and `lookup` tables itself; on a `full-compaction` table
         with `full-compaction.delta-commits`, a full compaction follows the write once that many delta commits
-        have landed since the last compaction."""
+        have landed since the last compaction. Under `write-only` a write compacts nothing (a dedicated job does)."""
         commit_id = CommitId.of(commit_user, commit_identifier)
         attempt = 0
         while True:
@@ -402,7 +402,7 @@ class Table:
                     raise
                 time.sleep(backoff(attempt))
                 continue
-            if full_compaction_due(self, self.latest_snapshot()):
+            if not self.core_options.write_only and full_compaction_due(self, self.latest_snapshot()):
                 return self.maintenance.compact(commit_user=commit_user) or landed
             return landed
 

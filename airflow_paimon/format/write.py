@@ -180,7 +180,9 @@ class TableWrite:
                         "each key may appear once. Nothing was committed.")
         next_seq = self.table.next_sequence_numbers(base_snapshot)
         lookup = dv = None
-        if options.changelog_producer == "lookup" or options.deletion_vectors:
+        # A write-only table's writes leave their files at level 0, compacting nothing (as Paimon's writers then do):
+        # its dedicated compaction writes the lookup changelog and moves them up.
+        if not options.write_only and (options.changelog_producer == "lookup" or options.deletion_vectors):
             base = base_snapshot if base_snapshot is not None else self.table.latest_snapshot()
             lookup = Lookup(self.table, base) if options.changelog_producer == "lookup" else None
             dv = DeletionVectorWriter(self.table, base) if options.deletion_vectors else None

@@ -183,3 +183,36 @@ def test_merge_describes_level0_rows_no_changelog_described_yet(spark, tmp_path,
 def test_merge_without_by_source_clauses_reads_only_its_keys_of_level0_rows(spark, tmp_path):
     """The same with the target's rows still at level 0: the keys' rows are read and merged from every level."""
     merge_and_compare(spark, tmp_path, "lookup", False, {}, plain=False, late=True, by_source=False)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_write_only_target_leaves_its_changelog_to_the_compaction(spark, tmp_path, plain):
+    """`write-only`: the merge compacts nothing (no changelog, no level-up, as Paimon's writers then do); the
+    table's compaction then describes the merged rows exactly as it does those of the library's own write."""
+    spark_wh, library_wh = str(tmp_path / "spark"), str(tmp_path / "library")
+    make_target(spark_wh, "lookup", False, {"write-only": "true"}).maintenance.compact()
+    shutil.copytree(spark_wh, library_wh)
+    library = Catalog(library_wh).get_table("db.t")
+    base = library.latest_snapshot().id
+    src = source_rows()
+    source_file = str(tmp_path / "source.parquet")
+    pq.write_table(rows(SCHEMA, [r[:4] for r in src]) if plain else rows(SOURCE, src), source_file)
+    spec = {"target": "db.t", "warehouse": spark_wh, "source": source_file, "commit_user": "m",
+            "commit_identifier": 1}
+    if not plain:
+        spec["clauses"] = [c.to_dict() for c in CLAUSES]
+    assert run_merge(spark, spec)["status"] == "committed"
+    data, kinds = model(library.read(), src, plain)
+    library.write(data, kinds=kinds)
+    merged = Catalog(spark_wh).get_table("db.t")
+    for t in (merged, library):
+        assert [s.commit_kind for s in t.snapshots() if s.id > base] == ["APPEND"]
+        assert stored_changelog(t, base) == {}
+        assert any(e.file.level == 0 for e in t.file_entries(t.latest_snapshot()))
+        t.maintenance.compact()
+    want = stored_changelog(library, base)
+    assert want and {k - base: v for k, v in stored_changelog(merged, base).items()} == \
+        {k - base: v for k, v in want.items()}
+    assert feed(merged, base) == feed(library, base)
+    assert merged.read().sort_by([("k", "ascending"), ("p", "ascending")]).equals(
+        library.read().sort_by([("k", "ascending"), ("p", "ascending")]))

@@ -58,7 +58,7 @@ class BucketChangelog:
 
     def __init__(self, table: Table, base: Snapshot | None, kind: str = "APPEND"):
         self.table = table
-        self.producer = required_changelog(table.core_options.changelog_producer, kind)
+        self.producer = required_changelog(table.core_options, kind)
         self.lookup = Lookup(table, base) if self.producer == "lookup" else None
 
     def dictionary(self, rows: pa.Table, kinds: pa.Array) -> list[str] | None:

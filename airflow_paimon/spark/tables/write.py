@@ -268,8 +268,11 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
             with_known_buckets(selected, table, dynamic.known, BUCKET_COLUMN)
         keys = [F.col(p) for p in table.partition_keys] + ([F.col(BUCKET_COLUMN)] if table.is_primary_key else [])
         prepared = by_bucket(prepared, keys, num_tasks)
-    # A deletion-vector table's new rows leave level 0 in the same commit, as the library's own writes do.
-    dv = DeletionVectorWriter(table, base) if table.core_options.deletion_vectors and table.is_primary_key else None
+    # A deletion-vector table's new rows leave level 0 in the same commit, as the library's own writes do (unless
+    # the table is write-only: its compaction moves them).
+    options = table.core_options
+    dv = DeletionVectorWriter(table, base) \
+        if options.deletion_vectors and table.is_primary_key and not options.write_only else None
     task = _write_task(table, next_seq, duplicates, what, BucketChangelog(table, base, tx.kind), assign, kinds_given,
                        before_images, dv, dynamic.known if dynamic is not None else None)
     started = time.monotonic()
