@@ -31,6 +31,7 @@ from airflow_paimon.format.binary_row import (
     field_kind,
     null_bits_size,
 )
+from airflow_paimon.format.bucket_functions import hive_buckets, mod_buckets
 
 __all__ = ["SEED", "bucket_ids", "buckets_from_hash_codes", "hash_bytes_by_words", "hash_codes"]
 
@@ -79,9 +80,15 @@ def _hash_parallel(batch: pa.RecordBatch) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def bucket_ids(keys: pa.Table | pa.RecordBatch, num_buckets: int) -> np.ndarray:
-    """The fixed bucket (0 <= b < num_buckets) Paimon's default bucket function gives each row, int32."""
-    return buckets_from_hash_codes(hash_codes(keys), num_buckets)
+def bucket_ids(keys: pa.Table | pa.RecordBatch, num_buckets: int, function: str = "default") -> np.ndarray:
+    """The fixed bucket (0 <= b < num_buckets) Paimon's bucket function (`bucket-function.type`: default, mod or
+    hive; bucket_functions.py for the other two) gives each row, int32."""
+    if function == "default":
+        return buckets_from_hash_codes(hash_codes(keys), num_buckets)
+    if num_buckets <= 0:
+        raise ValueError(f"fixed bucket mode needs num_buckets > 0, got {num_buckets}")
+    table = pa.Table.from_batches([keys]) if isinstance(keys, pa.RecordBatch) else keys
+    return mod_buckets(table, num_buckets) if function == "mod" else hive_buckets(table, num_buckets)
 
 
 def buckets_from_hash_codes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:

@@ -93,6 +93,8 @@ class TableOptions:
     # write-only: writes compact nothing (no lookup changelog, no level-up, no full compaction after them), leaving
     # it to a dedicated compaction job, as Paimon's writers then do
     write_only: bool = False
+    # bucket-function.type: default, mod or hive (bucket_functions.py); how a fixed bucket is chosen
+    bucket_function: str = "default"
 
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
@@ -203,6 +205,7 @@ class TableOptions:
                                   if (m := _DEFAULT_VALUE.fullmatch(key))},
             stats=StatsPolicy.from_options(options),
             write_only=_bool(options, "write-only", False),
+            bucket_function=bucket_function,
         )
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .bucket_functions import BUCKET_FUNCTIONS
+
 __all__ = ["COMPRESSIONS", "TableKind"]
 
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
@@ -67,11 +69,10 @@ class TableKind:
             if self.changelog in ("lookup", "full-compaction"):
                 out.append(f"it is a deletion-vector table with changelog-producer = {self.changelog!r}, whose "
                            "changelog is not produced together with deletion vectors here")
-        if self.bucket_function != "default":
-            # Paimon's `mod` and `hive` bucket functions send a key to another bucket than the MurmurHash of its
-            # BinaryRow that this library computes: a key written here would exist in two buckets.
-            out.append(f"its bucket-function.type is {self.bucket_function!r} (only 'default', Paimon's hash of "
-                       "the bucket key, is computed here)")
+        if self.bucket_function not in BUCKET_FUNCTIONS:
+            # A key written here by another function than the table's would exist in two buckets.
+            out.append(f"its bucket-function.type is {self.bucket_function!r} (Paimon's are "
+                       f"{', '.join(BUCKET_FUNCTIONS)})")
         if self.row_tracking:
             # Paimon gives each new file the next row ids at commit (firstRowId, the snapshot's nextRowId), and
             # keeps them through compaction: files written here would carry none.

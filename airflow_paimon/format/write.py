@@ -160,7 +160,8 @@ class TableWrite:
                 self.table, base_snapshot if base_snapshot is not None else self.table.latest_snapshot())
             buckets = assigner.assign_rows(data)
         else:
-            buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket)
+            buckets = bucket_ids(data.select(self.table.bucket_keys), self.table.core_options.bucket,
+                                 self.table.core_options.bucket_function)
         num_buckets = int(buckets.max()) + 1
         gid = _group_ids(self.table, data, buckets, num_buckets)
         keys = self.schema.trimmed_primary_keys
@@ -263,7 +264,8 @@ class TableWrite:
         pkeys = self.schema.partition_keys
         next_seq = self.table.next_sequence_numbers(base_snapshot)
         num_buckets = self.table.core_options.bucket
-        buckets = bucket_ids(data.select(self.table.bucket_keys), num_buckets) if num_buckets >= 1 else None
+        buckets = bucket_ids(data.select(self.table.bucket_keys), num_buckets,
+                             self.table.core_options.bucket_function) if num_buckets >= 1 else None
         if not pkeys and buckets is None:
             return [self.write_bucket((), 0, data, None, next_seq.get(((), 0), 0))]
         gid = _group_ids(self.table, data, buckets, num_buckets)

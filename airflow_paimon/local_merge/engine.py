@@ -346,7 +346,8 @@ def _bucket_groups(table: Table, source: pa.Table,
         buckets = pa.array(DynamicBucketAssigner(table, base).assign_rows(keys), pa.int32())
     else:
         keys = pa.table({k: source.column(k).cast(logical.field(k).type) for k in table.bucket_keys})
-        buckets = pa.array(bucket_ids(keys, table.core_options.bucket), pa.int32())
+        buckets = pa.array(bucket_ids(keys, table.core_options.bucket, table.core_options.bucket_function),
+                           pa.int32())
     keyed = pa.table({**parts, "__bucket": buckets})
     order = pc.sort_indices(keyed, sort_keys=[(c, "ascending") for c in keyed.column_names])
     keyed, data = keyed.take(order), source.take(order)

@@ -160,6 +160,9 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
     ("input", True, {}, False, True),
     ("lookup", False, {}, False, False),
     ("lookup", True, {"changelog-producer.row-deduplicate": "true"}, True, False),
+    # Paimon's other bucket functions: every replaced row must be in its key's bucket (the read would hold it twice)
+    ("input", True, {"bucket-function.type": "hive"}, True, True),
+    ("lookup", True, {"bucket-function.type": "mod"}, False, True),
 ])
 def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options, shuffle,
                                                       by_source):

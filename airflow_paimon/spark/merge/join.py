@@ -174,7 +174,8 @@ def _joined_from_small_source(spark: SparkSession, plan: MergePlan, joiner: _Joi
         # A key the target holds is in its HASH-index bucket; a new key (-1) has no target row to join.
         buckets = DynamicBucketAssigner(table, plan.tx.base).lookup_rows(cast_to(data, dynamic_key_schema(table)))
     else:
-        buckets = bucket_ids(cast_to(data, bucket_key_schema(table)), table.core_options.bucket)
+        buckets = bucket_ids(cast_to(data, bucket_key_schema(table)), table.core_options.bucket,
+                             table.core_options.bucket_function)
     parts = cast_to(data, pa.schema([logical.field(p) for p in pkeys]))
     keyed = pa.table({**{p: parts.column(p) for p in pkeys}, BUCKET_COLUMN: pa.array(buckets, pa.int32())})
     order = pc.sort_indices(keyed, sort_keys=[(c, "ascending") for c in keyed.column_names],

@@ -40,12 +40,12 @@ def assign_buckets(df: DataFrame, table: Table, bucket_column: str = BUCKET_COLU
     if missing:
         raise PaimonError(f"the rows have no bucket-key column(s) {missing} of {table.identifier}")
     key_schema = bucket_key_schema(table)
-    num_buckets = table.core_options.bucket
+    num_buckets, function = table.core_options.bucket, table.core_options.bucket_function
 
     def bucket_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             data = pa.Table.from_batches([batch])
-            buckets = bucket_ids(cast_to(data, key_schema), num_buckets)
+            buckets = bucket_ids(cast_to(data, key_schema), num_buckets, function)
             data = data.append_column(bucket_column, pa.array(buckets, pa.int32()))
             yield from to_exchange(data, xschema).to_batches()
 

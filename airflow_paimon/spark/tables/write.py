@@ -116,7 +116,7 @@ def _write_task(table: Table, next_seq: dict[tuple[Any, ...], int], duplicates: 
             elif known is not None:
                 buckets = known.buckets(cast_to(data, key_schema))
             else:
-                buckets = bucket_ids(cast_to(data, key_schema), num_buckets)
+                buckets = bucket_ids(cast_to(data, key_schema), num_buckets, table.core_options.bucket_function)
             data = data.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
         if kinds_given:
             kinds_raw = data.column("__kind")
