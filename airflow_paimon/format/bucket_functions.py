@@ -3,7 +3,7 @@
 `mod` (ModBucketFunction): the only bucket-key column, INT or BIGINT, `Math.floorMod(key, N)`. `hive`
 (HiveBucketFunction, with HiveHasher): per column a Hive hash, combined as `31 * hash + h` from 0 in 32-bit
 arithmetic, then `(hash & Integer.MAX_VALUE) % N`; a NULL hashes to 0. The per-column hashes are Java's: the value
-for BOOLEAN (0/1), TINYINT, SMALLINT, INT, DATE and TIME; `Long.hashCode` for BIGINT; the bits of FLOAT and DOUBLE
+for BOOLEAN (0/1), TINYINT, SMALLINT, INT and DATE; `Long.hashCode` for BIGINT; the bits of FLOAT and DOUBLE
 (`floatToIntBits`, `doubleToLongBits`: NaN canonical, -0.0 as 0); `31 * h + b` over the signed bytes of a
 string's UTF-8 or of a BINARY; `BigDecimal.hashCode()` of a DECIMAL with its trailing zeros removed. Other types
 (TIMESTAMP among them) are refused, as Paimon refuses them. A key sent to another bucket than Paimon's would be in
@@ -88,7 +88,7 @@ def _column_hash(field: pa.Field, array: pa.Array) -> np.ndarray:
     elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
         bits = _bytes_hash(array.cast(pa.binary()))
     elif pa.types.is_decimal(t):
-        bits = np.array([0 if v is None else _decimal_hash(v) for v in array.to_pylist()], dtype=np.uint64)
+        bits = _decimals_hash(array)
     else:
         raise InvalidOptionError(f"bucket-function.type = 'hive' cannot hash the bucket-key column {field.name!r} "
                                  f"of type {t} (nor can Paimon: only booleans, numbers, dates, strings, binaries "
@@ -105,28 +105,81 @@ def _long_hash(values: np.ndarray) -> np.ndarray:
 
 
 def _bytes_hash(array: pa.Array) -> np.ndarray:
-    """`31 * h + b` over each value's signed bytes, mod 2**32: every byte weighted by 31 to the power of the
-    bytes after it, summed per value (the weights and sums wrap at 2**64, which keeps them right mod 2**32).
-    `array`: binary; NULLs hash as the empty value (0)."""
+    """`31 * h + b` over each value's signed bytes, mod 2**32 (`array`: binary; NULLs hash as the empty value).
+
+    Values of up to `_STEPPED` bytes are hashed a byte position at a time across all of them (longest first, so
+    that the values still going are a prefix): memory stays at a few words per value, and the steps are as many
+    as the longest value's bytes. Longer values, each worth a step of its own, are summed one by one
+    (`_long_bytes_hash`)."""
     buffers = array.buffers()
-    offsets = np.frombuffer(memoryview(buffers[1]), dtype=np.int32, count=len(array) + 1, offset=4 * array.offset) \
-        .astype(np.int64) if buffers[1] is not None else np.zeros(len(array) + 1, dtype=np.int64)
-    out = np.zeros(len(array), dtype=np.uint64)
-    if len(array) == 0 or offsets[-1] == offsets[0]:
+    n = len(array)
+    out = np.zeros(n, dtype=np.uint64)
+    if buffers[1] is None or n == 0:
         return out
-    data = buffers[2]
-    assert data is not None
-    flat = np.frombuffer(memoryview(data), dtype=np.int8, count=int(offsets[-1] - offsets[0]), offset=int(offsets[0]))
-    offsets = offsets - offsets[0]
+    offsets = np.frombuffer(memoryview(buffers[1]), dtype=np.int32, count=n + 1, offset=4 * array.offset)
+    offsets = offsets.astype(np.int64)
     lengths = np.diff(offsets)
-    after = np.repeat(offsets[1:], lengths) - np.arange(len(flat)) - 1     # per byte: the bytes after it
-    powers = np.ones(int(lengths.max()), dtype=np.uint64)
-    powers[1:] = np.cumprod(np.full(len(powers) - 1, 31, dtype=np.uint64))   # wraps at 2**64, as it may
-    terms = flat.astype(np.int64).view(np.uint64) * powers[after]
-    nonempty = lengths > 0
-    out[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty])
+    data = buffers[2]
+    if data is None or not lengths.any():
+        return out
+    flat = np.frombuffer(memoryview(data), dtype=np.int8, count=int(offsets[-1]))
+    stepped = np.flatnonzero((lengths > 0) & (lengths <= _STEPPED))
+    order = stepped[np.argsort(-lengths[stepped], kind="stable")]
+    starts, by_length = offsets[order], lengths[order]
+    longest = int(by_length[0]) if len(order) else 0
+    going = len(order) - np.searchsorted(by_length[::-1], np.arange(longest), side="right")   # per position
+    h = np.zeros(len(order), dtype=np.uint64)
+    for position, count in enumerate(going):
+        b = flat[starts[:count] + position].astype(np.int64).view(np.uint64)
+        h[:count] = h[:count] * np.uint64(31) + b
+    out[order] = h
+    for row in np.flatnonzero(lengths > _STEPPED):
+        out[row] = _long_bytes_hash(flat[offsets[row]:offsets[row + 1]])
     result: np.ndarray = out & _M32
     return result
+
+
+_STEPPED = 4096
+
+
+def _long_bytes_hash(values: np.ndarray) -> int:
+    """`31 * h + b` over one long value's signed bytes, mod 2**32: each byte weighted by 31 to the power of the
+    bytes after it (the weights and the sum wrap at 2**64, which keeps them right mod 2**32)."""
+    powers = np.ones(len(values), dtype=np.uint64)
+    powers[1:] = np.cumprod(np.full(len(values) - 1, 31, dtype=np.uint64))
+    return int((values.astype(np.int64).view(np.uint64) * powers[::-1]).sum() & _M32)
+
+
+def _decimals_hash(array: pa.Array) -> np.ndarray:
+    """`_decimal_hash` of each DECIMAL (0 for NULL): in numpy for unscaled values that fit 64 bits, which strip
+    their trailing zeros in at most `scale` steps, value by value for the others."""
+    scale = array.type.scale
+    if not pa.types.is_decimal128(array.type) or scale < 0:
+        return np.array([0 if v is None else _decimal_hash(v) for v in array.to_pylist()], dtype=np.uint64)
+    data = array.buffers()[1]
+    assert data is not None
+    words = np.frombuffer(memoryview(data), dtype=np.int64, count=2 * len(array), offset=16 * array.offset)
+    low, high = words[0::2], words[1::2]
+    fits = high == (low >> np.int64(63))       # the high word only extends the low word's sign
+    unscaled = np.where(fits, low, 0)
+    scales = np.full(len(array), scale, dtype=np.int64)
+    for _ in range(scale):                     # strip trailing zeros, down to scale 0 (Paimon's normalizeDecimal)
+        strip = (unscaled % 10 == 0) & (scales > 0) & (unscaled != 0)
+        if not strip.any():
+            break
+        unscaled = np.where(strip, unscaled // 10, unscaled)
+        scales -= strip
+    scales = np.where(unscaled == 0, 0, scales)
+    magnitude = np.abs(unscaled).view(np.uint64)   # |-2**63| stays 2**63 as unsigned
+    h = (np.uint64(31) * (magnitude >> np.uint64(32)) + (magnitude & _M32)) & _M32
+    h = np.where(unscaled < 0, (np.uint64(0) - h) & _M32, h)
+    out: np.ndarray = (np.uint64(31) * h + scales.view(np.uint64)) & _M32
+    if not fits.all():
+        values = array.to_pylist()
+        for i in np.flatnonzero(~fits):
+            value = values[i]
+            out[i] = 0 if value is None else _decimal_hash(value)
+    return out
 
 
 def _decimal_hash(value: Decimal) -> int:

@@ -132,6 +132,14 @@ def test_some_known_values():
     assert bucket_ids(pa.table({"k": pa.array([-5, 5, 0], pa.int64())}), 4, "mod").tolist() == [3, 1, 0]
 
 
+def test_values_longer_than_a_step_of_the_string_hash():
+    """Values past 4,096 bytes are summed one by one, the others a byte position at a time: both as the model."""
+    values = ["é" * 3000, "a" * 4096, "b" * 4097, None, "", "x" * 9000 + "€"]
+    table = pa.table({"s": values}).slice(1)   # sliced: the offsets start past 0
+    types = [pa.string()]
+    assert bucket_ids(table, 997, "hive").tolist() == [_model_hive((v,), types, 997) for v in values[1:]]
+
+
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("s", pa.string(), nullable=False),
                     ("v", pa.string())])
 
