@@ -41,6 +41,15 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 _NANOS_PER_DAY = 86_400 * 10**9
 
 
+POSTPONE_BUCKET = -2
+
+
+def bucket_folder(bucket: int) -> str:
+    """The folder of a bucket inside its partition's, as Paimon's FileStorePathFactory names it: `bucket-N`, and
+    `bucket-postpone` for the bucket (-2) where a postpone-bucket table's new rows wait for their compaction."""
+    return "bucket-postpone" if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+
+
 def escape_path_name(value: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
 

@@ -22,7 +22,7 @@ from .inspection import TableInspection
 from .maintenance import TableMaintenance
 from .manifest import DataFileMeta, ManifestEntry, ManifestIO, SimpleStats, merge_entries
 from .options import TableOptions
-from .partition import PartitionCodec
+from .partition import PartitionCodec, bucket_folder
 from .read import read_splits
 from .scan import ScanPlanner, Split
 from .schema import SchemaManager, TableSchema
@@ -177,7 +177,7 @@ class Table:
         return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
     def bucket_dir(self, partition: Sequence[Any], bucket: int) -> str:
-        return f"{self.data_root}/{self.partition_codec.path(partition)}bucket-{bucket}"
+        return f"{self.data_root}/{self.partition_codec.path(partition)}{bucket_folder(bucket)}"
 
     @property
     def data_root(self) -> str:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Sequence, overload
 
 from ..errors import PaimonError
 from ..manifest import ADD, ManifestFileMeta
+from ..partition import bucket_folder
 from ..snapshot import Snapshot
 from .progress import Progress
 
@@ -216,7 +217,7 @@ class FileIndex:
         if pdir is None:
             codec = self.table.partition_codec
             pdir = self._pdirs[ref.partition] = codec.path(codec.from_bytes(ref.partition))
-        return f"{self.table.data_root}/{pdir}bucket-{ref.bucket}/{ref.name}"
+        return f"{self.table.data_root}/{pdir}{bucket_folder(ref.bucket)}/{ref.name}"
 
     def extra_paths(self, ref: FileRef) -> list[str]:
         base = self.data_path(ref).rsplit("/", 1)[0]
