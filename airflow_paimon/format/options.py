@@ -96,6 +96,12 @@ class TableOptions:
     # bucket-function.type: default, mod or hive (bucket_functions.py); how a fixed bucket is chosen
     bucket_function: str = "default"
 
+    @property
+    def writes_settle_vectors(self) -> bool:
+        """Whether a write to a deletion-vector table moves its rows out of level 0 and marks the vectors itself;
+        under write-only the table's compaction does."""
+        return self.deletion_vectors and not self.write_only
+
     def check_fields(self, field_names: Sequence[str]) -> None:
         """The columns that options name exist in the table (as Paimon's schema validation demands)."""
         named = [("sequence.field", f) for f in self.sequence_fields]

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from .bucketing import bucket_ids
 from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
+from .commit import required_changelog
 from .commit_message import CommitMessage
 from .data_file import DELETE, INSERT, kv_dictionary_columns, write_append_file, write_kv_file
 from .deletion_vectors_append import delete_matching, update_matching
@@ -181,12 +182,12 @@ class TableWrite:
                         "each key may appear once. Nothing was committed.")
         next_seq = self.table.next_sequence_numbers(base_snapshot)
         lookup = dv = None
-        # A write-only table's writes leave their files at level 0, compacting nothing (as Paimon's writers then do):
-        # its dedicated compaction writes the lookup changelog and moves them up.
-        if not options.write_only and (options.changelog_producer == "lookup" or options.deletion_vectors):
+        # Not on a write-only table: its writes leave their files at level 0 for its compaction.
+        looks_up = required_changelog(options, "APPEND") == "lookup"
+        if looks_up or options.writes_settle_vectors:
             base = base_snapshot if base_snapshot is not None else self.table.latest_snapshot()
-            lookup = Lookup(self.table, base) if options.changelog_producer == "lookup" else None
-            dv = DeletionVectorWriter(self.table, base) if options.deletion_vectors else None
+            lookup = Lookup(self.table, base) if looks_up else None
+            dv = DeletionVectorWriter(self.table, base) if options.writes_settle_vectors else None
         jobs = []
         for (group, _), (rows, keep) in zip(groups, ordered):
             partition = tuple(data.column(k)[int(rows[0])].as_py() for k in self.schema.partition_keys)

@@ -270,9 +270,8 @@ def write_changes(spark: SparkSession, table: Table, df: DataFrame, *, kind_colu
         prepared = by_bucket(prepared, keys, num_tasks)
     # A deletion-vector table's new rows leave level 0 in the same commit, as the library's own writes do (unless
     # the table is write-only: its compaction moves them).
-    options = table.core_options
     dv = DeletionVectorWriter(table, base) \
-        if options.deletion_vectors and table.is_primary_key and not options.write_only else None
+        if table.core_options.writes_settle_vectors and table.is_primary_key else None
     task = _write_task(table, next_seq, duplicates, what, BucketChangelog(table, base, tx.kind), assign, kinds_given,
                        before_images, dv, dynamic.known if dynamic is not None else None)
     started = time.monotonic()
