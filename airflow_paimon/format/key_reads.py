@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .binary_row import deserialize_row
+from .deletion_vectors import read_deletion_files
 from .evolution import evolved, file_columns, read_data_file
 from .kernels import SortedIntegers, ascending_integers
 from .lookup_files import LookupCopy, LookupFiles
@@ -97,7 +98,8 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
     """For each file of `split` that holds one of the keys of `wanted` (distinct rows of the trimmed primary
     keys), its rows of those keys, in file order, as `columns` typed by `schema` (which holds the keys).
     Files holding none of them are left out. A file's local lookup file answers where there is one (made on
-    first use, lookup_files.py); the data file itself otherwise."""
+    first use, lookup_files.py); the data file itself otherwise. Rows the split's deletion vectors delete are
+    not returned (a lookup file holds them: a vector changes without its data file changing)."""
     keys = table.schema().trimmed_primary_keys
     current = table.schema()
     if len(keys) == 1 and ascending_integers(wanted.column(keys[0])) is None:
@@ -105,6 +107,7 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
     first = wanted.column(keys[0]).combine_chunks()
     rest = [c for c in columns if c not in keys]
     lookup_files = LookupFiles(table)
+    deleted = read_deletion_files(table.io, split.deletion_files) if split.deletion_files else {}
     out = []
     for meta in split.files:
         if not may_hold_keys(table, meta, first):
@@ -118,6 +121,9 @@ def read_rows_of_keys(table: "Table", split: Split, columns: Sequence[str], sche
         else:
             file_keys = evolved(copy.data, key_columns, schema, path)
         rows = positions_of_keys(file_keys, wanted, keys, None if copy is None else copy.keys)
+        vector = deleted.get(meta.file_name)
+        if vector is not None and len(rows):
+            rows = rows[~np.isin(rows, vector)]
         if len(rows) == 0:
             continue
         values = None

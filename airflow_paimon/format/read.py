@@ -248,8 +248,10 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         # that record retractions, or do not say, are read with their row kinds and the retractions dropped.
         unsure = any(f.delete_row_count is None or f.delete_row_count > 0 for f in split.files)
         kind_field = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
+        # a row's sequence number when asked for (a lookup MERGE's before-images carry it)
+        sequence_field = [pa.field(SEQUENCE_NUMBER, pa.int64())] if SEQUENCE_NUMBER in needed else []
         parts = read_files(table, split, needed + [f.name for f in kind_field],
-                           pa.schema([f.with_nullable(True) for f in logical] + kind_field))
+                           pa.schema([f.with_nullable(True) for f in logical] + sequence_field + kind_field))
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if unsure:
             kinds = data.column(VALUE_KIND)

@@ -66,9 +66,10 @@ class TableKind:
             if self.sequence_field:
                 out.append("it is a deletion-vector table with a sequence.field: its writers decide which version "
                            "of a key wins by that field, which the deletion vectors written here do not do")
-            if self.changelog in ("lookup", "full-compaction"):
-                out.append(f"it is a deletion-vector table with changelog-producer = {self.changelog!r}, whose "
-                           "changelog is not produced together with deletion vectors here")
+            if self.changelog == "full-compaction":
+                # Paimon refuses this pair when the table is created (SchemaValidation).
+                out.append("it is a deletion-vector table with changelog-producer = 'full-compaction', which Paimon "
+                           "does not allow: deletion vectors go with changelog-producer none, input or lookup")
         if self.bucket_function not in BUCKET_FUNCTIONS:
             # A key written here by another function than the table's would exist in two buckets.
             out.append(f"its bucket-function.type is {self.bucket_function!r} (Paimon's are "

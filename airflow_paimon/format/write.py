@@ -248,7 +248,9 @@ class TableWrite:
         if lookup is not None:
             versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(VALUE_KIND, kind_codes)
             msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions, dictionary)
-            msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket, msg.new_files[0])
+            if dv is None:   # on a deletion-vector table `settle` moved the rows up already, marking the vectors
+                msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket,
+                                                                 msg.new_files[0])
         return msg
 
     @staticmethod

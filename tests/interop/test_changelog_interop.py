@@ -50,14 +50,16 @@ def test_pypaimon_streams_our_input_and_lookup_changelog(tmp_path):
     catalog = Catalog(str(tmp_path / "wh"))
     catalog.create_database("db")
     tables = {}
-    for producer in ("input", "lookup"):
-        t = catalog.create_table(f"db.{producer}", KV, primary_keys=["k", "p"], partition_keys=["p"],
-                                 options={"changelog-producer": producer, "bucket": "2"})
+    # lookup_dv: with deletion vectors, each write's COMPACT snapshot also moves its rows up and marks the vectors
+    for name in ("input", "lookup", "lookup_dv"):
+        t = catalog.create_table(f"db.{name}", KV, primary_keys=["k", "p"], partition_keys=["p"],
+                                 options={"changelog-producer": name.split("_")[0], "bucket": "2",
+                                          "deletion-vectors.enabled": str(name.endswith("_dv")).lower()})
         t.write(kv([(k, p, k) for k in range(6) for p in "xy"]))
         t.write(kv([(1, "x", 1), (1, "x", 11), (2, "y", 2), (3, "x", 0), (9, "y", 0), (7, "x", 7)]),
                 kinds=pa.array([1, 2, 2, 3, 3, 0], pa.int8()))
-        t.write(kv([(1, "x", 12), (4, "y", 40)]))
-        tables[f"db.{producer}"] = t
+        t.write(kv([(1, "x", 12), (4, "y", 40), (3, "x", 33)]))   # the deleted 3/x comes back
+        tables[f"db.{name}"] = t
     got = run_pypaimon(STREAM, {"warehouse": str(tmp_path / "wh"), "tables": list(tables)})
     for name, t in tables.items():
         ours = {str(s.id): sorted(list(r) for r in changelog_rows(t, s))
@@ -65,9 +67,13 @@ def test_pypaimon_streams_our_input_and_lookup_changelog(tmp_path):
         assert got[name]["stream"] == ours, name
         assert {k for rows in ours.values() for k, *_ in rows} == {"+I", "-U", "+U", "-D"}, name
         assert got[name]["batch"] == sorted([r["k"], r["p"], r["v"]] for r in t.read().to_pylist()), name
-    # lookup: the deleted key 3 shows its value before; deleting the absent key 9 shows nothing
-    lookup_rows = [r for rows in got["db.lookup"]["stream"].values() for r in rows]
-    assert ["-D", 3, "x", 3] in lookup_rows and not any(r[1] == 9 for r in lookup_rows)
+    # lookup: the deleted key 3 shows its value before, and is inserted again; deleting the absent key 9 shows
+    # nothing
+    for name in ("db.lookup", "db.lookup_dv"):
+        lookup_rows = [r for rows in got[name]["stream"].values() for r in rows]
+        assert ["-D", 3, "x", 3] in lookup_rows and not any(r[1] == 9 for r in lookup_rows), name
+        assert [r for r in lookup_rows if r[1:3] == [3, "x"]] == [["+I", 3, "x", 3], ["-D", 3, "x", 3],
+                                                                  ["+I", 3, "x", 33]], name
 
 
 PYPAIMON_WRITES_INPUT = """

@@ -119,17 +119,19 @@ def test_a_plain_upsert_reads_no_target_data(table, tmp_path):
     assert {r["id"]: r["v"] for r in table.read().to_pylist()}[5] == 50.0 and table.read().num_rows == 11
 
 
-@pytest.mark.parametrize("producer", ["lookup", "input"])
-def test_a_merge_into_a_changelog_table_writes_the_producers_changelog(tmp_path, producer):
+@pytest.mark.parametrize("producer, vectors", [("lookup", False), ("input", False), ("lookup", True)])
+def test_a_merge_into_a_changelog_table_writes_the_producers_changelog(tmp_path, producer, vectors):
     """lookup: the in-process MERGE and Table.write of the same changes give the same change feed; input: the
-    rows the MERGE wrote, with the kinds it knows (an update +U, an insert +I), as the Spark path writes them."""
+    rows the MERGE wrote, with the kinds it knows (an update +U, an insert +I), as the Spark path writes them.
+    `vectors`: a table with deletion vectors, whose one COMPACT snapshot per write carries the changelog."""
     schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.float64())])
     cat = Catalog(str(tmp_path / "wh"))
     cat.create_database("db")
     made = []
     for name in ("merged", "written"):
         t = cat.create_table(f"db.{name}", schema, primary_keys=["id"],
-                             options={"bucket": "2", "changelog-producer": producer})
+                             options={"bucket": "2", "changelog-producer": producer,
+                                      "deletion-vectors.enabled": str(vectors).lower()})
         t.write(pa.table({"id": [1, 2, 3], "v": [1.0, 2.0, 3.0]}, schema=schema))
         made.append(t)
     merged, written = made

@@ -163,6 +163,10 @@ def merge_and_compare(spark, tmp_path, producer: str, partitioned: bool, options
     # Paimon's other bucket functions: every replaced row must be in its key's bucket (the read would hold it twice)
     ("input", True, {"bucket-function.type": "hive"}, True, True),
     ("lookup", True, {"bucket-function.type": "mod"}, False, True),
+    # deletion vectors: the rows move up with the vectors marked, in the COMPACT snapshot carrying the changelog
+    ("lookup", True, {"deletion-vectors.enabled": "true"}, False, True),
+    ("lookup", False, {"deletion-vectors.enabled": "true"}, True, False),
+    ("input", True, {"deletion-vectors.enabled": "true"}, True, True),
 ])
 def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer, partitioned, options, shuffle,
                                                       by_source):
@@ -170,10 +174,11 @@ def test_general_merge_writes_the_producers_changelog(spark, tmp_path, producer,
                       by_source=by_source)
 
 
-@pytest.mark.parametrize("producer, driver", [("lookup", False), ("lookup", True), ("input", False),
-                                              ("input", True)])
-def test_plain_upsert_writes_the_producers_changelog(spark, tmp_path, producer, driver):
-    merge_and_compare(spark, tmp_path, producer, True, {}, plain=True, driver=driver)
+@pytest.mark.parametrize("producer, driver, options", [
+    ("lookup", False, {}), ("lookup", True, {}), ("input", False, {}), ("input", True, {}),
+    ("lookup", False, {"deletion-vectors.enabled": "true"}), ("lookup", True, {"deletion-vectors.enabled": "true"})])
+def test_plain_upsert_writes_the_producers_changelog(spark, tmp_path, producer, driver, options):
+    merge_and_compare(spark, tmp_path, producer, True, options, plain=True, driver=driver)
 
 
 @pytest.mark.parametrize("plain", [False, True])

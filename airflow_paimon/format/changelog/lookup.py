@@ -10,7 +10,9 @@ the new file up, by metadata only, to the empty level just below the newest occu
 from 1 upwards, so newer data must sit lower). When level 1 is taken, the new file is merged with the occupied
 levels 1..j into level j instead. Level-0 files found in a touched bucket (written before the producer was set,
 or by a writer whose COMPACT snapshot did not land) are described and moved up by the write, as Paimon's lookup
-compaction would: so concurrent writers, or a crash between the two snapshots, lose no changelog.
+compaction would: so concurrent writers, or a crash between the two snapshots, lose no changelog. On a
+deletion-vector table the deletion-vector writer makes that move (marking the vectors), and the lookup reads the
+files above level 0 without the rows their vectors mark, as Paimon's `LookupLevels` does.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow.compute as pc
 
 from ..compact import max_level
 from ..data_file import write_kv_file
+from ..deletion_vectors_index import DeletionVectors
 from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..read import fill_partition, read_files, version_schema
@@ -43,13 +46,22 @@ class Lookup:
         self.files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         for e in table.file_entries(base):
             self.files.setdefault((e.partition, e.bucket), []).append(e.file)
+        # On a deletion-vector table a key's replaced or deleted rows above level 0 are only marked in the vectors
+        # (the retraction that deleted a key is dropped when its file moves up): a lookup must not see them.
+        self.vectors = DeletionVectors.of(table, base) if table.core_options.deletion_vectors else None
+
+    def _split(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> Split:
+        pbytes = self.table.partition_codec.to_bytes(partition)
+        deletion_files = None if self.vectors is None else \
+            self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
+        return Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
 
     def read(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> pa.Table:
         table = self.table
         schema = version_schema(table)
         if not files:
             return schema.empty_table()
-        split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
+        split = self._split(partition, bucket, files)
         parts = read_files(table, split, schema.names, schema)
         return fill_partition(table, split, pa.concat_tables(parts))
 
@@ -57,7 +69,7 @@ class Lookup:
         """The rows of `files` whose key is one of `wanted`'s, without reading the values of any other key."""
         table = self.table
         schema = version_schema(table)
-        split = Split(partition, table.partition_codec.to_bytes(partition), bucket, files)
+        split = self._split(partition, bucket, files)
         parts = read_rows_of_keys(table, split, schema.names, schema, wanted)
         if not parts:
             return schema.empty_table()

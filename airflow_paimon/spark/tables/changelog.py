@@ -91,7 +91,8 @@ class BucketChangelog:
                                                     FILE_SOURCE_COMPACT, dictionary)
         else:
             msg.compact_changelog = lookup_changelog(table, lookup, partition, bucket, written, dictionary)
-        msg.compact_before, msg.compact_after = level_up(table, lookup, partition, bucket, msg.new_files[0])
+        if not table.core_options.writes_settle_vectors:   # else the deletion-vector writer moves the rows up
+            msg.compact_before, msg.compact_after = level_up(table, lookup, partition, bucket, msg.new_files[0])
 
 
 def _before_rows(table: Table, images: pa.Table, schema: pa.Schema) -> pa.Table:
