@@ -30,7 +30,7 @@ from .data_file import write_kv_file
 from .deletion_vectors import write_vectors
 from .deletion_vectors_index import DeletionVectors, IndexEntry, index_directory
 from .evolution import file_columns, read_data_file
-from .key_reads import may_hold_keys, positions_of_keys
+from .key_reads import may_hold_keys, positions_of_keys, read_rows_of_keys
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from .read import merge_on_read, read_files
 from .scan import Split
@@ -63,6 +63,15 @@ class DeletionVectorWriter:
         schema = self._file_schema()
         return read_files(self.table, split, schema.names, schema)
 
+    def _live_rows(self, partition: tuple, pbytes: bytes, bucket: int, files: list[DataFileMeta],
+                   wanted: pa.Table) -> pa.Table:
+        """The rows of the `wanted` keys in `files` (above level 0) that no vector deletes."""
+        deletion_files = self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
+        split = Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
+        schema = self._file_schema()
+        parts = read_rows_of_keys(self.table, split, schema.names, schema, wanted) if files else []
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
     def settle(self, partition: tuple, msg: "CommitMessage") -> None:
         """Fill `msg`'s compact increment: its level-0 file moved up, the older versions of its keys deleted."""
         table = self.table
@@ -77,7 +86,14 @@ class DeletionVectorWriter:
         parts = self._read(partition, pbytes, bucket, moving)
         written = pa.concat_tables(parts)
         touched = written.select(keys).group_by(keys).aggregate([])
-        adds = merge_on_read(parts, keys, [], False, True)
+        options = table.core_options
+        live = self._live_rows(partition, pbytes, bucket, upper, touched) if options.sequence_fields else None
+        if live is not None and live.num_rows:
+            # By the sequence field a key's live row above level 0 may outrank what was written: the winner is
+            # written again, up here, as Paimon's lookup compaction writes it, and its old position marked.
+            parts = [live] + parts
+        adds = merge_on_read(parts, keys, options.sequence_fields, False, True,
+                             seq_descending=options.sequence_descending)
 
         top = max_level(table)
         occupied = {f.level for f in upper}
@@ -120,7 +136,8 @@ class DeletionVectorWriter:
             out = merge_on_read(kept + [adds], keys, [], False, True)
         else:
             out = adds
-        only_adds = adds.num_rows == written.num_rows and len(moving) == 1 and not merged
+        only_adds = adds.num_rows == written.num_rows and len(moving) == 1 and not merged \
+            and (live is None or live.num_rows == 0)
         if only_adds:
             after = [dataclasses.replace(new_file, level=target)]
         elif out.num_rows:

@@ -149,8 +149,8 @@ class TableOptions:
         seq_fields = _field_list(options, "sequence.field")
         kind = TableKind(
             has_primary_key=has_primary_key, bucket=bucket, has_bucket_key=bool(bucket_key and bucket_key.strip()),
-            merge_engine=merge_engine, deletion_vectors=deletion_vectors, sequence_field=bool(seq_fields),
-            changelog=changelog, data_evolution=data_evolution, file_format=file_format, compression=compression,
+            merge_engine=merge_engine, deletion_vectors=deletion_vectors, changelog=changelog,
+            data_evolution=data_evolution, file_format=file_format, compression=compression,
             changelog_format=changelog_format, changelog_compression=changelog_compression,
             row_tracking=row_tracking, bucket_function=bucket_function,
             unsupported_directory=directory if directory is not None and data_directory is None else None)

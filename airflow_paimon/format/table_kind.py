@@ -24,7 +24,6 @@ class TableKind:
     has_bucket_key: bool
     merge_engine: str
     deletion_vectors: bool
-    sequence_field: bool
     changelog: str
     data_evolution: bool
     file_format: str
@@ -61,11 +60,8 @@ class TableKind:
         out = []
         if self.deletion_vectors:
             # Reads of deletion-vector tables are exact; writes keep the vectors up to date for deduplicate
-            # primary-key tables ordered by sequence number (deletion_vectors_write.py) and for append tables,
-            # whose deletes and updates mark rows in them (deletion_vectors_append.py).
-            if self.sequence_field:
-                out.append("it is a deletion-vector table with a sequence.field: its writers decide which version "
-                           "of a key wins by that field, which the deletion vectors written here do not do")
+            # primary-key tables (deletion_vectors_write.py) and for append tables, whose deletes and updates
+            # mark rows in them (deletion_vectors_append.py).
             if self.changelog == "full-compaction":
                 # Paimon refuses this pair when the table is created (SchemaValidation).
                 out.append("it is a deletion-vector table with changelog-producer = 'full-compaction', which Paimon "

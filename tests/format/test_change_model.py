@@ -2,8 +2,8 @@
 and absent keys, compactions, tags, snapshot expiry, tag deletion, rollback and orphan cleanup on a primary-key
 table with a partition and 2 buckets, under each changelog producer (`none`, `input`, `lookup`,
 `full-compaction`), with or without a `sequence.field`; with deletion vectors under the producers Paimon allows
-them with (`none`, `input`, `lookup`; no `sequence.field`); and on dynamic-bucket tables (`bucket = -1`, two keys
-per bucket) under every producer and under `lookup` with deletion vectors. A dict model keeps the table's rows after every snapshot
+them with (`none`, `input`, `lookup`); and on dynamic-bucket tables (`bucket = -1`, two keys per bucket) under
+every producer and under `lookup` with deletion vectors. A dict model keeps the table's rows after every snapshot
 of the current history (a rollback cuts it; expiry only marks snapshots gone; a compaction repeats the previous
 rows), and after every step:
 
@@ -132,7 +132,6 @@ class ChangeModel(RuleBasedStateMachine):
     # ---- the table -------------------------------------------------------------------------------------
     @initialize(sequence=st.booleans(), flavour=st.integers(0, 2), data=st.data())
     def create(self, sequence: bool, flavour: int, data: st.DataObject) -> None:
-        sequence = sequence and not self.VECTORS   # refused with deletion vectors, as their writes need no merge
         self.sequence = sequence
         options = {"bucket": "2", "changelog-producer": self.PRODUCER}
         if self.DYNAMIC:

@@ -14,7 +14,7 @@ import pyarrow.parquet  # noqa: F401  (pa.parquet)
 import pytest
 from pyroaring import BitMap
 
-from airflow_paimon.format import CorruptFileError, UnsupportedTableError
+from airflow_paimon.format import CorruptFileError
 from airflow_paimon.format.commit_message import CommitMessage
 from airflow_paimon.format.data_file import write_kv_file
 from airflow_paimon.format.deletion_vectors import MAGIC_32, MAGIC_64, VectorRange, decode_vector, encode_vector
@@ -143,10 +143,30 @@ def test_writes_leave_one_live_row_per_key_above_level_0(catalog, bitmap64):
     assert magic == (MAGIC_64 if bitmap64 == "true" else MAGIC_32)
 
 
-def test_a_sequence_field_is_refused_for_writing(catalog):
-    with pytest.raises(UnsupportedTableError, match="deletion-vector table with a sequence.field"):
-        dv_table(catalog, **{"sequence.field": "v"})
-    assert not os.path.exists(f"{catalog.warehouse}/db.db/t")
+def test_a_sequence_field_decides_which_version_stays_live(catalog):
+    """A version written later with a lower `sequence.field` loses: the live row stays the stored one (written
+    again above level 0, its old position marked, as Paimon's lookup compaction does); a delete carries no
+    sequence value, so it loses against a version that has one. A reader without merging sees one row per key."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("s", pa.int32())])
+    table = catalog.create_table("db.s", schema, primary_keys=["id"], options={
+        "bucket": "2", "deletion-vectors.enabled": "true", "sequence.field": "s"})
+
+    def write(rows_):
+        table.write(pa.table({"id": pa.array([r[0] for r in rows_], pa.int64()), "v": [r[1] for r in rows_],
+                              "s": pa.array([r[2] for r in rows_], pa.int32())}))
+
+    def live():
+        return {r["id"]: (r["v"], r["s"]) for r in table.read().to_pylist()}
+
+    write([(1, "a", 5), (2, "x", None), (3, "p", 1)])
+    write([(1, "b", 3), (3, "q", 1)])              # 1: older, loses; 3: a tie goes to the later row
+    assert live() == {1: ("a", 5), 2: ("x", None), 3: ("q", 1)}
+    write([(1, "c", 7)])
+    table.delete(pa.table({"id": pa.array([1, 2], pa.int64())}))   # 1 keeps c (s = 7); 2 (no s) is deleted
+    assert live() == {1: ("c", 7), 3: ("q", 1)}
+    assert raw_rows(table) == [(1, "c"), (3, "q")]
+    table.maintenance.compact()
+    assert live() == {1: ("c", 7), 3: ("q", 1)}
 
 
 # ---- compaction and upkeep ---------------------------------------------------------------------------------

@@ -113,10 +113,11 @@ PRODUCER_CASES = [pytest.param(producer, sequence,
                                id=f"{producer.replace(' ', '-')}-{'sequence-field' if sequence else 'plain'}")
                   for producer in ["input", "lookup", "full-compaction", "lookup write-only"]
                   for sequence in (False, True)]
-# deletion vectors (each write's COMPACT snapshot moves its rows up, marks the vectors and carries the changelog);
-# Paimon refuses them with full-compaction, this library with a sequence field
-PRODUCER_CASES += [pytest.param(p, False, id=f"{p.replace(' ', '-')}-plain")
-                   for p in ["input deletion-vectors", "lookup deletion-vectors"]]
+# deletion vectors (each write's COMPACT snapshot moves its rows up, marks the vectors and carries the changelog;
+# Paimon refuses them with full-compaction)
+PRODUCER_CASES += [pytest.param(producer, sequence,
+                                id=f"{producer.replace(' ', '-')}-{'sequence-field' if sequence else 'plain'}")
+                   for producer in ["input deletion-vectors", "lookup deletion-vectors"] for sequence in (False, True)]
 
 
 @pytest.mark.parametrize("producer,sequence", PRODUCER_CASES)
