@@ -11,7 +11,10 @@ writer commits them: the APPEND snapshot adds the level-0 file; the COMPACT snap
   rewritten without its retractions otherwise; when level 1 is taken, levels 1..j are merged into level j (their
   deleted rows dropped, their vectors with them), so each level stays one sorted run as Paimon expects;
 - marks every older position of the written keys (updates and deletes alike) in the vectors of the files above
-  level 0, and replaces the bucket's deletion-vector index file with one holding the new vectors.
+  level 0, and replaces the bucket's deletion-vector index file with one holding the new vectors;
+- with `sequence.field`, first merges the written keys' live rows above level 0 with the new rows by that field:
+  where an older version wins it is written again with the new rows (never moved by metadata then), as Paimon's
+  lookup compaction writes the merge result, so the one live row per key is the one a merging read gives.
 
 Cost follows the increment: only the buckets the write touches are looked at, and in them only the files whose
 key range can hold one of its keys are read (their key columns only), unless levels must be merged.
