@@ -1,7 +1,7 @@
 """Change data of primary-key tables with deletion vectors.
 
-`deletion-vectors.enabled` with `changelog-producer = lookup`, the pair Paimon's guides pair for fast reads
-with an exact changelog: each write commits an APPEND snapshot (its level-0 file) and a COMPACT snapshot that
+`deletion-vectors.enabled` with `changelog-producer = lookup`, which Paimon's guides give together for fast
+reads with an exact changelog: each write commits an APPEND snapshot (its level-0 file) and a COMPACT snapshot that
 moves the rows up, marks the replaced rows in the vectors and carries the changelog. A key's deleted or replaced
 rows above level 0 are then only marked in a vector (the retraction that deleted a key is dropped when its file
 moves up), so the lookup of a key's value before a write must not see them."""
