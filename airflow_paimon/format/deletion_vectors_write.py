@@ -35,8 +35,8 @@ from .deletion_vectors_index import DeletionVectors, IndexEntry, index_directory
 from .evolution import file_columns, read_data_file
 from .key_reads import may_hold_keys, positions_of_keys, read_rows_of_keys
 from .manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from .read import merge_on_read, read_files
-from .scan import Split
+from .read import merge_on_read, read_files, version_schema
+from .scan import vector_split
 from .schema import SEQUENCE_NUMBER, VALUE_KIND
 
 if TYPE_CHECKING:
@@ -55,23 +55,16 @@ class DeletionVectorWriter:
         for e in table.file_entries(base):
             self.files.setdefault((e.partition, e.bucket), []).append(e.file)
 
-    def _file_schema(self) -> pa.Schema:
-        logical = self.table.schema().logical_arrow_schema()
-        return pa.schema([f.with_nullable(True) for f in logical] +
-                         [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-
     def _read(self, partition: tuple, pbytes: bytes, bucket: int, files: list[DataFileMeta]) -> list[pa.Table]:
-        deletion_files = self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
-        split = Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
-        schema = self._file_schema()
-        return read_files(self.table, split, schema.names, schema)
+        schema = version_schema(self.table)
+        return read_files(self.table, vector_split(self.vectors, partition, pbytes, bucket, files), schema.names,
+                          schema)
 
     def _live_rows(self, partition: tuple, pbytes: bytes, bucket: int, files: list[DataFileMeta],
                    wanted: pa.Table) -> pa.Table:
         """The rows of the `wanted` keys in `files` (above level 0) that no vector deletes."""
-        deletion_files = self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
-        split = Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
-        schema = self._file_schema()
+        schema = version_schema(self.table)
+        split = vector_split(self.vectors, partition, pbytes, bucket, files)
         parts = read_rows_of_keys(self.table, split, schema.names, schema, wanted) if files else []
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
@@ -113,12 +106,13 @@ class DeletionVectorWriter:
         changed = bool(merged_names & set(self.vectors.bucket(pbytes, bucket)))
         first = touched.column(keys[0]).combine_chunks()
         current = schema
+        file_schema = version_schema(table)
         for f in upper:
             if f.file_name in merged_names or not may_hold_keys(table, f, first):
                 continue
             path = table.data_file_path(partition, bucket, f)
             file_keys = read_data_file(table.io, path, file_columns(current, table.schema_by_id(f.schema_id), keys),
-                                       self._file_schema())
+                                       file_schema)
             hits = positions_of_keys(file_keys, touched, keys)
             if len(hits):
                 old = vectors.get(f.file_name)

@@ -107,6 +107,15 @@ def _snapshot_by_id(table: "Table", snapshot_id: int | None) -> Snapshot | None:
     return next((t.snapshot for t in table.tags.list() if t.snapshot.id == snapshot_id), None)
 
 
+def vector_split(vectors: DeletionVectors | None, partition: tuple, partition_bytes: bytes, bucket: int,
+                 files: list[DataFileMeta]) -> Split:
+    """A split of some of a bucket's files with their deletion vectors in `vectors` (None: a table without
+    them): what a writer reads of the files it looks into."""
+    names = {f.file_name for f in files}
+    deletion_files = None if vectors is None else vectors.deletion_files(partition_bytes, bucket, names)
+    return Split(partition, partition_bytes, bucket, files, deletion_files=deletion_files or None)
+
+
 def attach_deletion_files(table: "Table", splits: list[Split], snapshot: Snapshot | None) -> None:
     """Give each split the vectors of its files in `snapshot` (none: an empty map)."""
     vectors = DeletionVectors.of(table, snapshot)

@@ -29,7 +29,7 @@ from ..deletion_vectors_index import DeletionVectors
 from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
 from ..read import fill_partition, read_files, version_schema
-from ..scan import Split
+from ..scan import Split, vector_split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 from .rows import changes, newest, values_only, write_changelog
 
@@ -51,10 +51,7 @@ class Lookup:
         self.vectors = DeletionVectors.of(table, base) if table.core_options.deletion_vectors else None
 
     def _split(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> Split:
-        pbytes = self.table.partition_codec.to_bytes(partition)
-        deletion_files = None if self.vectors is None else \
-            self.vectors.deletion_files(pbytes, bucket, {f.file_name for f in files})
-        return Split(partition, pbytes, bucket, files, deletion_files=deletion_files or None)
+        return vector_split(self.vectors, partition, self.table.partition_codec.to_bytes(partition), bucket, files)
 
     def read(self, partition: tuple, bucket: int, files: list[DataFileMeta]) -> pa.Table:
         table = self.table
