@@ -14,7 +14,7 @@ Everything is done per column on whole Arrow arrays: select, rename, cast.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -158,20 +158,40 @@ class DataFileReader:
         that dictionary and decoded last, only for the rows kept: even for all rows, Arrow's decoding straight
         to plain strings costs more than the indices plus one gather from the dictionary. Without `decoded` such
         columns stay dictionaries (see `decode_dictionaries`)."""
-        stored_names = set(self._parquet.schema_arrow.names)
-        present = [n for n in names if n in stored_names]
-        dictionary = [n for n in _dictionary_columns(self._parquet, present) if n not in plain]
-        parquet = self._parquet if not dictionary else pq.ParquetFile(
-            self._file, pre_buffer=True, metadata=self._parquet.metadata, read_dictionary=dictionary)
+        present, dictionary, parquet = self._columns(names, plain)
         data = parquet.read(columns=present) if groups is None else parquet.read_row_groups(groups, columns=present)
         if rows is not None:
             data = data.take(rows)
         return decode_dictionaries(data) if dictionary and decoded else data
 
+    def _columns(self, names: list[str], plain: Sequence[str] = ()) -> tuple[list[str], list[str], pq.ParquetFile]:
+        """Of `names`: those the file has, those of them read as dictionaries, and the reader that does so."""
+        stored_names = set(self._parquet.schema_arrow.names)
+        present = [n for n in names if n in stored_names]
+        dictionary = [n for n in _dictionary_columns(self._parquet, present) if n not in plain]
+        parquet = self._parquet if not dictionary else pq.ParquetFile(
+            self._file, pre_buffer=True, metadata=self._parquet.metadata, read_dictionary=dictionary)
+        return present, dictionary, parquet
+
     def read(self, columns: FileColumns, target: pa.Schema, groups: list[int] | None = None,
              rows: pa.Array | None = None) -> pa.Table:
         """`columns` (see `stored` for `groups` and `rows`), named and typed as `target`."""
         return evolved(self.stored(columns.to_read, groups, rows), columns, target, self.path)
+
+    def batches(self, columns: FileColumns, target: pa.Schema, batch_rows: int) -> Iterator[pa.Table]:
+        """`columns` (as `read` gives them) in batches of at most `batch_rows` rows, a row group at a time: a
+        streaming reader holds one row group's pages and one decoded batch, never the whole file (one of Paimon's
+        own files has row groups of up to 128 MB, `parquet.block.size`, and a file can hold many)."""
+        present, dictionary, parquet = self._columns(columns.to_read)
+        for group in range(parquet.metadata.num_row_groups):
+            rows = parquet.metadata.row_group(group).num_rows
+            if not present:   # only columns added after the file was written: NULLs, as many as its rows
+                for start in range(0, rows, batch_rows):
+                    yield evolved(pa.table({}), columns, target, self.path, min(batch_rows, rows - start))
+                continue
+            for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=present):
+                data = pa.Table.from_batches([batch])
+                yield evolved(decode_dictionaries(data) if dictionary else data, columns, target, self.path)
 
 
 def decode_dictionaries(data: pa.Table) -> pa.Table:
@@ -191,13 +211,16 @@ def read_data_file(io: FileIO, path: str, columns: FileColumns, target: pa.Schem
         return reader.read(columns, target, rows=rows)
 
 
-def evolved(data: pa.Table, columns: FileColumns, target: pa.Schema, path: str) -> pa.Table:
-    """Columns of one data file as stored (`data`, named as in the file), named and typed as `target`."""
+def evolved(data: pa.Table, columns: FileColumns, target: pa.Schema, path: str, num_rows: int | None = None
+            ) -> pa.Table:
+    """Columns of one data file as stored (`data`, named as in the file), named and typed as `target`;
+    `num_rows`: the rows when `data` has no column to count them."""
     arrays = []
+    rows = data.num_rows if num_rows is None else num_rows
     for name, source in zip(columns.names, columns.sources):
         t = target.field(name).type
         if source is None or source not in data.column_names:
-            arrays.append(pa.nulls(data.num_rows, t))
+            arrays.append(pa.nulls(rows, t))
         else:
             arrays.append(cast_evolved(data.column(source), t, name, path))
     return pa.Table.from_arrays(arrays, schema=pa.schema([target.field(n) for n in columns.names]))

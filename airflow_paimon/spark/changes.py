@@ -66,8 +66,8 @@ def feed_units(table: Table, start: Any = None, end: Any = None, *, mode: str = 
 
     def read(i: int) -> Iterator[pa.Table]:
         unit = planned[i]
-        data, kinds = unit.read(table, names)
-        yield change_batch(table, data, kinds, unit.snapshot.id, unit.snapshot.time_millis, schema, filter)
+        for data, kinds in unit.batches(table, names):
+            yield change_batch(table, data, kinds, unit.snapshot.id, unit.snapshot.time_millis, schema, filter)
 
     return FeedUnits(plan, [u.entry.file.row_count for u in planned], read)
 

@@ -24,7 +24,7 @@ from ..errors import PaimonError, SnapshotExpiredError, SnapshotNotFoundError
 from ..manifest import ADD, ManifestEntry
 from ..snapshot import Snapshot, read_snapshot_file
 from .bounds import Bound
-from .rows import read_with_kinds
+from .rows import batches_with_kinds
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -43,13 +43,19 @@ class RangeUnit:
     entry: ManifestEntry
     deleted: np.ndarray | None = None
 
-    def read(self, table: "Table", names: list[str]) -> tuple[pa.Table, np.ndarray]:
-        """The unit's rows (`names` columns) and their row kinds."""
+    def batches(self, table: "Table", names: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        """The unit's rows (`names` columns) and their row kinds, batch by batch (see `batches_with_kinds`)."""
         e = self.entry
-        data, kinds = read_with_kinds(table, e.partition, e.bucket, e.file, names)
         if self.deleted is None:
-            return data, kinds
-        return data.take(pa.array(self.deleted)), np.full(len(self.deleted), DELETE, dtype=np.int8)
+            yield from batches_with_kinds(table, e.partition, e.bucket, e.file, names)
+            return
+        # the deleted positions, ascending, taken batch by batch as the file's rows go by
+        deleted, first = self.deleted, 0
+        for data, _ in batches_with_kinds(table, e.partition, e.bucket, e.file, names):
+            lo, hi = np.searchsorted(deleted, [first, first + data.num_rows])
+            if hi > lo:
+                yield data.take(pa.array(deleted[lo:hi] - first)), np.full(hi - lo, DELETE, dtype=np.int8)
+            first += data.num_rows
 
 
 def _range_text(start: Bound, end: Bound) -> str:
@@ -168,7 +174,7 @@ def range_units(table: "Table", start: Bound, snaps: list[Snapshot], mode: str) 
 
 def range_batches(table: "Table", units: list[RangeUnit], names: list[str]
                   ) -> Iterator[tuple[pa.Table, np.ndarray, Snapshot]]:
-    """(rows, kinds, snapshot) per unit, oldest snapshot first."""
+    """(rows, kinds, snapshot) per batch of each unit, oldest snapshot first."""
     for unit in units:
-        data, kinds = unit.read(table, names)
-        yield data, kinds, unit.snapshot
+        for data, kinds in unit.batches(table, names):
+            yield data, kinds, unit.snapshot

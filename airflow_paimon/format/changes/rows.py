@@ -3,15 +3,16 @@ columns (Delta's `_change_type`, `_commit_version`, `_commit_timestamp`) added o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data_file import INSERT
+from ..evolution import DataFileReader, file_columns
 from ..manifest import DataFileMeta
-from ..read import fill_partition, read_files, with_default_values
+from ..read import fill_partition, with_default_values
 from ..scan import Split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
 
@@ -39,21 +40,32 @@ def needed_columns(table: "Table", columns: Sequence[str], filter: "ds.Expressio
     return out
 
 
-def read_with_kinds(table: "Table", partition: bytes, bucket: int, meta: DataFileMeta,
-                    names: list[str]) -> tuple[pa.Table, np.ndarray]:
-    """The rows of one file (`names` columns, read by field id through the file's schema) and their kinds."""
+BATCH_ROWS = 65_536
+"""The most rows of one file a change feed reads at once (pyarrow's own default batch): what a reader holds is one
+such batch and the row group it comes from, however many rows the file, the commit or the range has."""
+
+
+def batches_with_kinds(table: "Table", partition: bytes, bucket: int, meta: DataFileMeta,
+                       names: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The rows of one file (`names` columns, read by field id through the file's schema) with their kinds, in
+    batches of at most `BATCH_ROWS` rows, in the file's order."""
     split = Split(table.partition_codec.from_bytes(partition), partition, bucket, [meta])
     logical = table.arrow_schema()
     if table.is_primary_key:
-        file_schema = pa.schema([f.with_nullable(True) for f in logical] +
-                                [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-        data = read_files(table, split, names + [VALUE_KIND], file_schema)[0]
-        kinds = data.column(VALUE_KIND).to_numpy().astype(np.int8)
-        data = data.drop_columns([VALUE_KIND])
+        schema = pa.schema([f.with_nullable(True) for f in logical] +
+                           [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
+        read = names + [VALUE_KIND]
     else:
-        data = read_files(table, split, names, logical)[0]
-        kinds = np.full(data.num_rows, INSERT, dtype=np.int8)
-    return fill_partition(table, split, data), kinds
+        schema, read = logical, names
+    where = file_columns(table.schema(), table.schema_by_id(meta.schema_id), read)
+    with DataFileReader(table.io, table.data_file_path(split.partition, bucket, meta)) as reader:
+        for data in reader.batches(where, schema, BATCH_ROWS):
+            if table.is_primary_key:
+                kinds = data.column(VALUE_KIND).to_numpy().astype(np.int8)
+                data = data.drop_columns([VALUE_KIND])
+            else:
+                kinds = np.full(data.num_rows, INSERT, dtype=np.int8)
+            yield fill_partition(table, split, data), kinds
 
 
 def change_schema(table: "Table", columns: Sequence[str]) -> pa.Schema:

@@ -1,0 +1,72 @@
+"""A change feed streams each file it reads batch by batch: a reader holds one batch and the row group it comes
+from, never a whole file, however many rows one commit wrote into one bucket."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_paimon.format.changes.rows import BATCH_ROWS
+from airflow_paimon.format.data_file import ROW_GROUP_ROWS
+from airflow_paimon.format.schema_change import SchemaChange
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+# more rows than one row group holds, so that the file has several row groups and each several batches
+N = ROW_GROUP_ROWS + BATCH_ROWS + 1_000
+
+
+def rows(ids: np.ndarray) -> pa.Table:
+    text = pa.array([f"value-{i:012d}" for i in ids.tolist()])
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": text}, schema=SCHEMA)
+
+
+def test_a_file_of_several_row_groups_streams_in_batches(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input"})
+    t.write(rows(np.random.default_rng(7).permutation(N)))
+    for mode in ("changelog", "delta"):
+        sizes, ids = [], []
+        for batch in t.changes(0, 1, mode=mode):
+            sizes.append(batch.num_rows)
+            ids.extend(batch.column("id").to_pylist())
+            assert set(batch.column("_change_type").to_pylist()) == {"insert"}
+        assert max(sizes) <= BATCH_ROWS and len(sizes) >= 3, sizes
+        assert ids == list(range(N)), mode   # every row once, in the file's key order
+
+
+def test_reading_a_large_file_holds_a_batch_not_the_file(catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input"})
+    t.write(rows(np.arange(3 * N)))
+    whole = t.changes(0, 1, mode="changelog").read_all().nbytes
+    gc.collect()
+    base, peak, seen = pa.total_allocated_bytes(), 0, 0
+    for batch in t.changes(0, 1, mode="changelog"):
+        peak = max(peak, pa.total_allocated_bytes() - base)
+        seen += batch.num_rows
+        del batch
+    assert seen == 3 * N
+    # the whole file read at once would hold all of `whole` (and more) while its first batch is handed out
+    assert peak < whole / 3, (peak, whole)
+
+
+def test_the_deletes_of_an_append_table_are_found_in_every_batch(catalog):
+    t = catalog.create_table("db.a", SCHEMA, options={"deletion-vectors.enabled": "true"})
+    t.write(rows(np.arange(N)))                                  # one file, several batches
+    gone = [0, 100, BATCH_ROWS - 1, BATCH_ROWS, ROW_GROUP_ROWS - 1, ROW_GROUP_ROWS, N - 1]
+    t.delete(pa.table({"id": pa.array(gone, pa.int64())}))
+    got = t.changes(1, 2, mode="delta").read_all()
+    assert got.column("id").to_pylist() == gone                  # in the file's order, each once
+    assert set(got.column("_change_type").to_pylist()) == {"delete"}
+    assert got.column("v").to_pylist() == [f"value-{i:012d}" for i in gone]
+
+
+def test_a_column_added_after_the_file_was_written_reads_as_nulls(catalog):
+    t = catalog.create_table("db.a", SCHEMA)
+    t.write(rows(np.arange(5)))
+    t.alter(SchemaChange.add_column("w", "INT"))
+    got = t.changes(0, 1, mode="delta", columns=["w"]).read_all()
+    assert got.num_rows == 5
+    assert got.column("w").to_pylist() == [None] * 5
