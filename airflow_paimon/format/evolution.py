@@ -178,20 +178,26 @@ class DataFileReader:
         """`columns` (see `stored` for `groups` and `rows`), named and typed as `target`."""
         return evolved(self.stored(columns.to_read, groups, rows), columns, target, self.path)
 
-    def batches(self, columns: FileColumns, target: pa.Schema, batch_rows: int) -> Iterator[pa.Table]:
-        """`columns` (as `read` gives them) in batches of at most `batch_rows` rows, a row group at a time: a
-        streaming reader holds one row group's pages and one decoded batch, never the whole file (one of Paimon's
-        own files has row groups of up to 128 MB, `parquet.block.size`, and a file can hold many)."""
+    def batches(self, columns: FileColumns, target: pa.Schema, batch_rows: int,
+                groups: Sequence[int] | None = None) -> Iterator[tuple[int, pa.Table]]:
+        """(position in the file of the batch's first row, the batch) for `columns` (as `read` gives them) in
+        batches of at most `batch_rows` rows, a row group at a time (of the row groups `groups` only, when given):
+        a streaming reader holds one row group's pages and one decoded batch, never the whole file (one of
+        Paimon's own files has row groups of up to 128 MB, `parquet.block.size`, and a file can hold many)."""
         present, dictionary, parquet = self._columns(columns.to_read)
-        for group in range(parquet.metadata.num_row_groups):
-            rows = parquet.metadata.row_group(group).num_rows
+        sizes = self.group_rows
+        starts = [sum(sizes[:g]) for g in range(len(sizes))]
+        for group in range(len(sizes)) if groups is None else groups:
+            first = starts[group]
             if not present:   # only columns added after the file was written: NULLs, as many as its rows
-                for start in range(0, rows, batch_rows):
-                    yield evolved(pa.table({}), columns, target, self.path, min(batch_rows, rows - start))
+                for at in range(0, sizes[group], batch_rows):
+                    n = min(batch_rows, sizes[group] - at)
+                    yield first + at, evolved(pa.table({}), columns, target, self.path, n)
                 continue
             for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[group], columns=present):
                 data = pa.Table.from_batches([batch])
-                yield evolved(decode_dictionaries(data) if dictionary else data, columns, target, self.path)
+                yield first, evolved(decode_dictionaries(data) if dictionary else data, columns, target, self.path)
+                first += batch.num_rows
 
 
 def decode_dictionaries(data: pa.Table) -> pa.Table:

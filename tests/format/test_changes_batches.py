@@ -7,6 +7,8 @@ import gc
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from airflow_paimon.format.changes.rows import BATCH_ROWS
 from airflow_paimon.format.data_file import ROW_GROUP_ROWS
@@ -70,3 +72,22 @@ def test_a_column_added_after_the_file_was_written_reads_as_nulls(catalog):
     got = t.changes(0, 1, mode="delta", columns=["w"]).read_all()
     assert got.num_rows == 5
     assert got.column("w").to_pylist() == [None] * 5
+
+
+def test_the_deletes_of_an_append_table_read_only_the_row_groups_that_hold_them(catalog):
+    t = catalog.create_table("db.a", SCHEMA, options={"deletion-vectors.enabled": "true"})
+    t.write(rows(np.arange(N)))                                  # one file, two row groups
+    (entry,) = t.file_entries(t.latest_snapshot())
+    path = t.data_file_path((), entry.bucket, entry.file)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(1)   # the first row group's `v`
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2
+    t.delete(pa.table({"id": pa.array([N - 1], pa.int64())}))  # a row of the second row group
+    # damage the first row group's pages: a read of that group now fails, a read of the second does not
+    with open(path, "r+b") as f:
+        f.seek(min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o is not None))
+        f.write(b"\xff" * chunk.total_compressed_size)
+    with pytest.raises(OSError):
+        t.changes(0, 1, mode="delta").read_all()
+    got = t.changes(1, 2, mode="delta").read_all()
+    assert got.column("id").to_pylist() == [N - 1]
+    assert got.column("_change_type").to_pylist() == ["delete"]

@@ -46,16 +46,8 @@ class RangeUnit:
     def batches(self, table: "Table", names: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
         """The unit's rows (`names` columns) and their row kinds, batch by batch (see `batches_with_kinds`)."""
         e = self.entry
-        if self.deleted is None:
-            yield from batches_with_kinds(table, e.partition, e.bucket, e.file, names)
-            return
-        # the deleted positions, ascending, taken batch by batch as the file's rows go by
-        deleted, first = self.deleted, 0
-        for data, _ in batches_with_kinds(table, e.partition, e.bucket, e.file, names):
-            lo, hi = np.searchsorted(deleted, [first, first + data.num_rows])
-            if hi > lo:
-                yield data.take(pa.array(deleted[lo:hi] - first)), np.full(hi - lo, DELETE, dtype=np.int8)
-            first += data.num_rows
+        for data, kinds in batches_with_kinds(table, e.partition, e.bucket, e.file, names, self.deleted):
+            yield data, (kinds if self.deleted is None else np.full(data.num_rows, DELETE, dtype=np.int8))
 
 
 def _range_text(start: Bound, end: Bound) -> str:

@@ -45,10 +45,11 @@ BATCH_ROWS = 65_536
 such batch and the row group it comes from, however many rows the file, the commit or the range has."""
 
 
-def batches_with_kinds(table: "Table", partition: bytes, bucket: int, meta: DataFileMeta,
-                       names: list[str]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+def batches_with_kinds(table: "Table", partition: bytes, bucket: int, meta: DataFileMeta, names: list[str],
+                       positions: np.ndarray | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
     """The rows of one file (`names` columns, read by field id through the file's schema) with their kinds, in
-    batches of at most `BATCH_ROWS` rows, in the file's order."""
+    batches of at most `BATCH_ROWS` rows, in the file's order. With `positions` (ascending), only the rows at
+    those positions, read from the row groups that hold them."""
     split = Split(table.partition_codec.from_bytes(partition), partition, bucket, [meta])
     logical = table.arrow_schema()
     if table.is_primary_key:
@@ -59,7 +60,16 @@ def batches_with_kinds(table: "Table", partition: bytes, bucket: int, meta: Data
         schema, read = logical, names
     where = file_columns(table.schema(), table.schema_by_id(meta.schema_id), read)
     with DataFileReader(table.io, table.data_file_path(split.partition, bucket, meta)) as reader:
-        for data in reader.batches(where, schema, BATCH_ROWS):
+        groups = None
+        if positions is not None:
+            ends = np.cumsum(reader.group_rows)
+            groups = np.unique(np.searchsorted(ends, positions, side="right")).tolist()
+        for first, data in reader.batches(where, schema, BATCH_ROWS, groups):
+            if positions is not None:
+                lo, hi = np.searchsorted(positions, [first, first + data.num_rows])
+                if hi == lo:
+                    continue
+                data = data.take(pa.array(positions[lo:hi] - first))
             if table.is_primary_key:
                 kinds = data.column(VALUE_KIND).to_numpy().astype(np.int8)
                 data = data.drop_columns([VALUE_KIND])
