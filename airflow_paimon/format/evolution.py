@@ -14,6 +14,7 @@ Everything is done per column on whole Arrow arrays: select, rename, cast.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -186,7 +187,7 @@ class DataFileReader:
         Paimon's own files has row groups of up to 128 MB, `parquet.block.size`, and a file can hold many)."""
         present, dictionary, parquet = self._columns(columns.to_read)
         sizes = self.group_rows
-        starts = [sum(sizes[:g]) for g in range(len(sizes))]
+        starts = [0, *accumulate(sizes)]
         for group in range(len(sizes)) if groups is None else groups:
             first = starts[group]
             if not present:   # only columns added after the file was written: NULLs, as many as its rows
