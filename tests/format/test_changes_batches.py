@@ -9,9 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from airflow_paimon.format.changes.rows import BATCH_ROWS
 from airflow_paimon.format.data_file import ROW_GROUP_ROWS
+from airflow_paimon.format.evolution import DataFileReader, FileColumns
+from airflow_paimon.format.fileio import FileIO
 from airflow_paimon.format.schema_change import SchemaChange
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -91,3 +95,31 @@ def test_the_deletes_of_an_append_table_read_only_the_row_groups_that_hold_them(
     got = t.changes(1, 2, mode="delta").read_all()
     assert got.column("id").to_pylist() == [N - 1]
     assert got.column("_change_type").to_pylist() == ["delete"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 300), group_rows=st.integers(1, 60), batch_rows=st.integers(1, 70), data=st.data())
+def test_batches_are_the_row_groups_asked_for_in_order_with_their_positions(tmp_path, n, group_rows, batch_rows,
+                                                                            data):
+    """Any file, row-group size, batch size and choice of row groups: the batches are exactly the rows of those
+    groups, in file order, none larger than asked, each with the position of its first row in the file."""
+    path = str(tmp_path / "f.parquet")
+    table = pa.table({"a": pa.array(range(n), pa.int64()), "s": [f"x{i % 5}" for i in range(n)]})
+    pq.write_table(table, path, row_group_size=group_rows)
+    sizes = [pq.ParquetFile(path).metadata.row_group(g).num_rows for g in range(pq.ParquetFile(path).num_row_groups)]
+    groups = data.draw(st.none() | st.lists(st.sampled_from(range(len(sizes))), unique=True).map(sorted)
+                       if sizes else st.none())
+    columns = FileColumns(("a", "s", "new"), ("a", "s", None))   # "new": added after the file was written
+    target = pa.schema([("a", pa.int64()), ("s", pa.string()), ("new", pa.int32())])
+    with DataFileReader(FileIO(str(tmp_path)), path) as reader:
+        got = list(reader.batches(columns, target, batch_rows, groups))
+    starts = [sum(sizes[:g]) for g in range(len(sizes))]
+    chosen = range(len(sizes)) if groups is None else groups
+    expected = [i for g in chosen for i in range(starts[g], starts[g] + sizes[g])]
+    assert [i for _, b in got for i in b.column("a").to_pylist()] == expected
+    for first, batch in got:
+        assert 0 < batch.num_rows <= batch_rows
+        assert batch.column("a")[0].as_py() == first
+        assert batch.column("s").to_pylist() == [f"x{i % 5}" for i in range(first, first + batch.num_rows)]
+        assert batch.column("new").null_count == batch.num_rows
+        assert batch.schema == target
