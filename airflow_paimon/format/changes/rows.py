@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 from ..data_file import INSERT
 from ..evolution import DataFileReader, file_columns
 from ..manifest import DataFileMeta
-from ..read import fill_partition, with_default_values
+from ..read import fill_partition, version_schema, with_default_values
 from ..scan import Split
-from ..schema import SEQUENCE_NUMBER, VALUE_KIND
+from ..schema import VALUE_KIND
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -51,13 +51,10 @@ def batches_with_kinds(table: "Table", partition: bytes, bucket: int, meta: Data
     batches of at most `BATCH_ROWS` rows, in the file's order. With `positions` (ascending), only the rows at
     those positions, read from the row groups that hold them."""
     split = Split(table.partition_codec.from_bytes(partition), partition, bucket, [meta])
-    logical = table.arrow_schema()
     if table.is_primary_key:
-        schema = pa.schema([f.with_nullable(True) for f in logical] +
-                           [pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8())])
-        read = names + [VALUE_KIND]
+        schema, read = version_schema(table), names + [VALUE_KIND]
     else:
-        schema, read = logical, names
+        schema, read = table.arrow_schema(), names
     where = file_columns(table.schema(), table.schema_by_id(meta.schema_id), read)
     with DataFileReader(table.io, table.data_file_path(split.partition, bucket, meta)) as reader:
         groups = None
