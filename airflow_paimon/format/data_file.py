@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 import uuid
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .binary_row import EMPTY_ROW, serialize_row
+from .binary_row import EMPTY_ROW, deserialize_row, serialize_row
 from .fileio import FileIO
 from .manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
 from .schema import (
@@ -64,7 +64,11 @@ def value_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataTy
                 dense: bool) -> tuple[SimpleStats, tuple[str, ...] | None]:
     """A file's value statistics and the columns they describe (None: all of them). Dense (Paimon's
     metadata.stats-dense-store), the columns that keep nothing are left out."""
-    stats = column_stats(table, names, modes)
+    return _value_stats(column_stats(table, names, modes), names, types, dense)
+
+
+def _value_stats(stats: list[ColumnStats], names: Sequence[str], types: Sequence[pa.DataType],
+                 dense: bool) -> tuple[SimpleStats, tuple[str, ...] | None]:
     if not dense:
         return to_simple_stats(stats, types), None
     kept = [i for i, s in enumerate(stats) if s != (None, None, None)]
@@ -72,6 +76,40 @@ def value_stats(table: pa.Table, names: Sequence[str], types: Sequence[pa.DataTy
         return to_simple_stats(stats, types), None
     return (to_simple_stats([stats[i] for i in kept], [types[i] for i in kept]),
             tuple(names[i] for i in kept))
+
+
+def _stored_value_stats(meta: DataFileMeta, names: Sequence[str], types: Sequence[pa.DataType]) -> list[ColumnStats]:
+    """A file's value statistics as `column_stats` gives them, read back from its manifest form."""
+    kept = list(names) if meta.value_stats_cols is None else list(meta.value_stats_cols)
+    kept_types = [types[names.index(n)] for n in kept]
+    lows = deserialize_row(meta.value_stats.min_values, kept_types)
+    highs = deserialize_row(meta.value_stats.max_values, kept_types)
+    nulls = meta.value_stats.null_counts or (None,) * len(kept)
+    found = {n: (lo, hi, c) for n, lo, hi, c in zip(kept, lows, highs, nulls)}
+    return [found.get(n, (None, None, None)) for n in names]
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
+def _merged(a: ColumnStats, a_rows: int, b: ColumnStats, b_rows: int) -> ColumnStats:
+    """The statistics of two sets of rows from each one's, under the same mode. Truncated bounds merge like exact
+    ones: truncating keeps the order of values (a shorter prefix never sorts above its value, the raised
+    prefix of a maximum never below it), so the bound of the merged bounds is the bound of all the rows. As
+    Arrow's min_max, NaN is no bound while another value is."""
+    low_a, high_a, nulls_a = a
+    low_b, high_b, nulls_b = b
+    nulls = None if nulls_a is None or nulls_b is None else nulls_a + nulls_b
+    if nulls_a is not None and nulls_a == a_rows:     # only nulls: no bounds to merge
+        return low_b, high_b, nulls
+    if nulls_b is not None and nulls_b == b_rows:
+        return low_a, high_a, nulls
+    if low_a is None or high_a is None or low_b is None or high_b is None:
+        return None, None, nulls
+    low = low_b if _is_nan(low_a) else low_a if _is_nan(low_b) else min(low_a, low_b)
+    high = high_b if _is_nan(high_a) else high_a if _is_nan(high_b) else max(high_a, high_b)
+    return low, high, nulls
 
 
 def empty_stats() -> SimpleStats:
@@ -153,6 +191,19 @@ def dictionary_columns(table: pa.Table, unique_columns: Sequence[str] = ()) -> l
     return [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n), rows)]
 
 
+def _parquet_options(table: pa.Table, unique_columns: Sequence[str],
+                     dictionary: Sequence[str] | None) -> dict:
+    unique = set(unique_columns)
+    if dictionary is None:
+        dictionary = dictionary_columns(table, unique_columns)
+    else:
+        dictionary = [n for n in dictionary if n in table.column_names and n not in unique]
+    encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
+                 if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
+    return dict(write_statistics=True, store_schema=False, use_dictionary=dictionary,
+                column_encoding=encodings or None, row_group_size=ROW_GROUP_ROWS)
+
+
 def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
                   unique_columns: Sequence[str] = (), dictionary: Sequence[str] | None = None) -> int:
     """Write one Parquet file; returns its size in bytes.
@@ -164,24 +215,30 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     """
     p = io.fs_path(path)
     io.make_parent(path)
-    unique = set(unique_columns)
-    if dictionary is None:
-        dictionary = dictionary_columns(table, unique_columns)
-    else:
-        dictionary = [n for n in dictionary if n in table.column_names and n not in unique]
-    encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
-                 if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
     # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary
     # (pyarrow also takes the list of columns to try dictionaries on).
     with io.fs.open_output_stream(p) as out:   # its size from the stream: no request to ask the store for it
         pq.write_table(table, out, compression=compression,  # type: ignore[arg-type]
-                       write_statistics=True, store_schema=False,
-                       use_dictionary=dictionary,  # type: ignore[arg-type]
-                       column_encoding=encodings or None, row_group_size=ROW_GROUP_ROWS)
+                       **_parquet_options(table, unique_columns, dictionary))
         return int(out.tell())
 
 
-def _kv_unique_columns(schema: TableSchema) -> list[str]:
+def encode_parquet(table: pa.Table, compression: str, unique_columns: Sequence[str] = (),
+                   dictionary: Sequence[str] | None = None) -> bytes:
+    """The bytes `write_parquet` writes, in memory."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=compression,  # type: ignore[arg-type]
+                   **_parquet_options(table, unique_columns, dictionary))
+    return sink.getvalue().to_pybytes()
+
+
+def write_encoded(io: FileIO, path: str, data: bytes) -> None:
+    io.make_parent(path)
+    with io.fs.open_output_stream(io.fs_path(path)) as out:
+        out.write(data)
+
+
+def kv_unique_columns(schema: TableSchema) -> list[str]:
     """The columns of a primary-key table's file that hold each value once: the key columns, the sequence number,
     and a single key's own column."""
     trimmed = schema.trimmed_primary_keys
@@ -193,46 +250,82 @@ def kv_dictionary_columns(schema: TableSchema, rows: pa.Table, kinds: pa.Array) 
     their `kinds`: a write's data file and its changelog hold versions of the same rows, so one decision serves
     both (`write_kv_file`'s `dictionary`)."""
     values = rows.select(schema.field_names).append_column(VALUE_KIND, kinds)
-    return dictionary_columns(values, _kv_unique_columns(schema))
+    return dictionary_columns(values, kv_unique_columns(schema))
+
+
+def kv_file_table(schema: TableSchema, rows: pa.Table, sequence: pa.Array | pa.ChunkedArray,
+                  kinds: pa.Array) -> pa.Table:
+    """A primary-key table's file layout of `rows` (the table's columns) with their sequence numbers and kinds."""
+    columns = [rows.column(k) for k in schema.trimmed_primary_keys] + [sequence, kinds]
+    columns += [rows.column(f.name) for f in schema.fields]
+    return pa.Table.from_arrays(columns, schema=kv_file_schema(schema))
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
                   kinds: pa.Array, compression: str, *, prefix: str, stats: StatsPolicy, level: int = 0,
                   changelog: bool = False, file_source: int = FILE_SOURCE_APPEND,
-                  dictionary: Sequence[str] | None = None) -> DataFileMeta:
+                  dictionary: Sequence[str] | None = None, keep: list[bytes] | None = None) -> DataFileMeta:
     """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
     `prefix`; with the changelog-file.prefix, a changelog file (same layout, keys sorted but repeated: a key's
     changes in order; `changelog` true, so that its statistics follow changelog-file.stats-mode). `dictionary`: the
-    columns to try a dictionary on (`kv_dictionary_columns`), instead of deciding on a sample of `rows`."""
+    columns to try a dictionary on (`kv_dictionary_columns`), instead of deciding on a sample of `rows`. With
+    `keep`, the file is encoded in memory and its bytes are also appended to `keep` (a changelog reuses them)."""
+    data = kv_file_table(schema, rows, sequence, kinds)
+    name = new_data_file_name(prefix)
+    path = f"{bucket_dir}/{name}"
+    if keep is None:
+        size = write_parquet(io, path, data, compression, kv_unique_columns(schema), dictionary)
+    else:
+        encoded = encode_parquet(data, compression, kv_unique_columns(schema), dictionary)
+        write_encoded(io, path, encoded)
+        keep.append(encoded)
+        size = len(encoded)
+    return kv_file_meta(name, size, schema, rows, sequence, kinds, stats, level=level, changelog=changelog,
+                        file_source=file_source)
+
+
+def kv_file_meta(name: str, size: int, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
+                 kinds: pa.Array, stats: StatsPolicy, *, level: int = 0, changelog: bool = False,
+                 file_source: int = FILE_SOURCE_APPEND, then: DataFileMeta | None = None) -> DataFileMeta:
+    """The manifest's description of a primary-key table's file of `rows` (sorted by key), and, with `then`,
+    followed by every row of that file: a file of this table whose columns keep the same statistics and whose
+    keys include all of `rows`' (a spliced changelog, changelog/lookup.py). Its description is merged in, not
+    computed again from its rows."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
-    columns = [rows.column(k) for k in trimmed] + [sequence, kinds]
-    columns += [rows.column(f.name) for f in schema.fields]
-    data = pa.Table.from_arrays(columns, schema=file_schema)
-    name = new_data_file_name(prefix)
-    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression, _kv_unique_columns(schema), dictionary)
     key_types = [schema.arrow_type(k) for k in trimmed]
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]
     n = rows.num_rows
-    first = [rows.column(k)[0].as_py() for k in trimmed]
-    last = [rows.column(k)[n - 1].as_py() for k in trimmed]
     modes = stats.column_modes(file_schema.names, stats.file_mode(level, changelog))
-    keys = column_stats(rows, trimmed, modes[:len(trimmed)])
-    values, stats_columns = value_stats(rows, value_names, value_types, modes[len(trimmed) + 2:], stats.dense)
+    values = column_stats(rows, value_names, modes[len(trimmed) + 2:])
     seq_mm = pc.min_max(sequence)
-    retractions = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type))
-    deletes = retractions.true_count
+    low, high = seq_mm["min"].as_py(), seq_mm["max"].as_py()
+    deletes = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type)).true_count
+    if then is None:
+        min_key = serialize_row([rows.column(k)[0].as_py() for k in trimmed], key_types)
+        max_key = serialize_row([rows.column(k)[n - 1].as_py() for k in trimmed], key_types)
+        key_stats = to_simple_stats(column_stats(rows, trimmed, modes[:len(trimmed)]), key_types)
+    else:
+        # the keys of `rows` are among `then`'s (never null): its key range and key statistics are the file's
+        min_key, max_key, key_stats = then.min_key, then.max_key, then.key_stats
+        stored = _stored_value_stats(then, value_names, value_types)
+        values = [_merged(a, n, b, then.row_count) for a, b in zip(values, stored)]
+        low = then.min_sequence_number if low is None else min(low, then.min_sequence_number)
+        high = then.max_sequence_number if high is None else max(high, then.max_sequence_number)
+        deletes += then.delete_row_count or 0
+        n += then.row_count
+    value_summary, stats_columns = _value_stats(values, value_names, value_types, stats.dense)
     return DataFileMeta(
         file_name=name,
         file_size=size,
         row_count=n,
-        min_key=serialize_row(first, key_types),
-        max_key=serialize_row(last, key_types),
-        key_stats=to_simple_stats(keys, key_types),
-        value_stats=values,
-        min_sequence_number=seq_mm["min"].as_py(),
-        max_sequence_number=seq_mm["max"].as_py(),
+        min_key=min_key,
+        max_key=max_key,
+        key_stats=key_stats,
+        value_stats=value_summary,
+        min_sequence_number=low,
+        max_sequence_number=high,
         schema_id=schema.id,
         level=level,
         extra_files=(),

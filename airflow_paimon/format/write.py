@@ -239,15 +239,18 @@ class TableWrite:
         # the changelog holds versions of the data file's rows: the data file's encodings suit it
         dictionary = None if changelog is None and lookup is None else \
             kv_dictionary_columns(self.schema, rows, kind_codes)
+        # a lookup changelog reuses the encoded columns of the data file (changelog/lookup.py)
+        data_file: list[bytes] | None = [] if lookup is not None else None
         msg = self.write_bucket(partition, bucket, rows, kind_codes, int(sequence[0]), sequence=pa.array(sequence),
-                                dictionary=dictionary)
+                                dictionary=dictionary, keep=data_file)
         if dv is not None:
             dv.settle(partition, msg)
         if changelog is not None:
             msg.changelog_files = input_changelog(self.table, partition, bucket, changelog, dictionary)
         if lookup is not None:
             versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(VALUE_KIND, kind_codes)
-            msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions, dictionary)
+            msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions, dictionary,
+                                                     (msg.new_files[0], data_file[0]) if data_file else None)
             if dv is None:   # on a deletion-vector table `settle` moved the rows up already, marking the vectors
                 msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket,
                                                                  msg.new_files[0])
@@ -283,7 +286,8 @@ class TableWrite:
     # ---- one bucket (also from other processes) -----------------------------------------------------
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
                      first_sequence: int, level: int = 0, file_source: int = 0, *,
-                     sequence: pa.Array | None = None, dictionary: Sequence[str] | None = None) -> CommitMessage:
+                     sequence: pa.Array | None = None, dictionary: Sequence[str] | None = None,
+                     keep: list[bytes] | None = None) -> CommitMessage:
         """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key.
         Their sequence numbers count up from `first_sequence` unless given (`sequence`, increasing);
         `dictionary`: see `write_kv_file`."""
@@ -301,7 +305,7 @@ class TableWrite:
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
                                  compression, prefix=table.core_options.data_file_prefix,
                                  stats=table.core_options.stats, level=level, file_source=file_source,
-                                 dictionary=dictionary)
+                                 dictionary=dictionary, keep=keep)
         else:
             meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
                                      prefix=table.core_options.data_file_prefix, stats=table.core_options.stats,

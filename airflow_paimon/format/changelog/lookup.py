@@ -20,18 +20,30 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..compact import max_level
-from ..data_file import write_kv_file
+from ..data_file import (
+    UPDATE_BEFORE,
+    encode_parquet,
+    kv_file_meta,
+    kv_file_schema,
+    kv_file_table,
+    kv_unique_columns,
+    new_data_file_name,
+    write_encoded,
+    write_kv_file,
+)
 from ..deletion_vectors_index import DeletionVectors
 from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
+from ..parquet_splice import ParquetParts, SpliceError, splice
 from ..read import fill_partition, read_files, version_schema
 from ..scan import Split, vector_split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
-from .rows import changes, newest, values_only, write_changelog
+from .rows import after_kinds, changes, is_add, newest, values_only, write_changelog
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -94,21 +106,65 @@ class Lookup:
 
 
 def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
-                     rows: pa.Table, dictionary: Sequence[str] | None = None) -> list[DataFileMeta]:
+                     rows: pa.Table, dictionary: Sequence[str] | None = None,
+                     data_file: tuple[DataFileMeta, bytes] | None = None) -> list[DataFileMeta]:
     """The changelog file of one bucket of a write: `rows` holds its newest version of each key it touches
     (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). Before: the newest value above level 0; after: the
-    merge of every version (so `sequence.field` decides, as in Paimon). `dictionary`: see `write_changelog`."""
+    merge of every version (so `sequence.field` decides, as in Paimon). `dictionary`: see `write_changelog`.
+    `data_file`: the bytes of the data file written of `rows`, whose encoded columns the changelog reuses where
+    its rows are exactly those (`spliced_changelog`)."""
     schema = version_schema(table)
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
     before = newest(table, upper.cast(schema))   # its retractions: `changes` drops them
-    if level0.num_rows == 0 and not table.core_options.sequence_fields:
+    options = table.core_options
+    if level0.num_rows == 0 and not options.sequence_fields:
         # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
+        stats = options.stats
+        if data_file is not None and not options.changelog_row_deduplicate \
+                and options.changelog_file_compression == options.file_compression \
+                and stats.file_mode(0, changelog=True) == stats.file_mode(0) \
+                and bool(is_add(rows.column(VALUE_KIND)).all()):
+            try:
+                return [spliced_changelog(table, partition, bucket, before, rows, data_file, dictionary)]
+            except SpliceError:   # a Parquet file it does not splice: the changelog written row by row
+                pass
         after = rows
     else:
         after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
     return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT,
                            dictionary)
+
+
+def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.Table, after: pa.Table,
+                      data_file: tuple[DataFileMeta, bytes], dictionary: Sequence[str] | None) -> DataFileMeta:
+    """The changelog of a write whose every row is a value (`after`, the rows of the data file `data_file`, its
+    description and bytes): -U(before) of each key that had a value, then every row of `after` as +U (a key
+    that had a value) or +I.
+
+    The -U rows come first, as a row group of their own: each key's -U still comes before its +U, as Paimon's
+    readers replay them. The +I/+U rows are the data file's rows: their encoded columns are copied from it
+    (parquet_splice.py), only their kinds are encoded again, and the data file's statistics are merged into the
+    changelog's, not computed again: encoding and describing those rows was most of a lookup write's cost."""
+    schema = table.schema()
+    options = table.core_options
+    data_meta, data_bytes = data_file
+    former = values_only(before.select(after.column_names))
+    retract = pa.array(np.full(former.num_rows, UPDATE_BEFORE, dtype=np.int8))
+    kinds = pa.array(after_kinds(table, former, after))
+    compression = options.changelog_file_compression
+    first = encode_parquet(kv_file_table(schema, former, former.column(SEQUENCE_NUMBER), retract), compression,
+                           kv_unique_columns(schema), dictionary)
+    kind_field = kv_file_schema(schema).field(VALUE_KIND)
+    kind_file = encode_parquet(pa.Table.from_arrays([kinds], schema=pa.schema([kind_field])), compression, (),
+                               dictionary)
+    column = len(schema.trimmed_primary_keys) + 1    # _VALUE_KIND's place in the file
+    data = splice(ParquetParts(first), [(ParquetParts(data_bytes), {column: (ParquetParts(kind_file), 0)})])
+    name = new_data_file_name(options.changelog_file_prefix)
+    write_encoded(table.io, f"{table.bucket_dir(partition, bucket)}/{name}", data)
+    # (the data file's rows are all values, as here: its count of retractions, 0, stays right)
+    return kv_file_meta(name, len(data), schema, former, former.column(SEQUENCE_NUMBER).combine_chunks(), retract,
+                        options.stats, changelog=True, file_source=FILE_SOURCE_COMPACT, then=data_meta)
 
 
 def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,

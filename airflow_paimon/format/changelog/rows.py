@@ -137,6 +137,20 @@ def changes(table: "Table", before: pa.Table, after: pa.Table) -> pa.Table:
     return out.set_column(columns.index(VALUE_KIND), VALUE_KIND, pa.array(kinds))
 
 
+def after_kinds(table: "Table", before: pa.Table, after: pa.Table) -> np.ndarray:
+    """The changelog kind of each row of `after` (one value per key, none a retraction): +U where `before` (at
+    most one value per key of `after`) has a value of its key, else +I."""
+    before = values_only(before)
+    nb = before.num_rows
+    order = _before_after_order(before, after, table.schema().trimmed_primary_keys)
+    side = order >= nb
+    has_before = np.zeros(len(order), dtype=bool)
+    has_before[1:] = ~side[:-1]
+    kinds = np.empty(after.num_rows, dtype=np.int8)
+    kinds[order[side] - nb] = np.where(has_before[side], UPDATE_AFTER, INSERT)
+    return kinds
+
+
 def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Table,
                     file_source: int, dictionary: Sequence[str] | None = None) -> list[DataFileMeta]:
     """`rows` (sorted by key) as one changelog file in the bucket directory: `changelog-<uuid>-0.parquet` (the
