@@ -173,10 +173,12 @@ class Transaction:
             return None
         base_id = self.base.id if self.base is not None else 0
         first: Snapshot | None = None
+        first_manifests: list[ManifestFileMeta] | None = None
         if entries or changelog or any(index) or self.kind == "OVERWRITE":
+            then = bool(compact or any(compact_index))   # a COMPACT snapshot follows: its commit writes the hint
             try:
-                first = self._commit_entries(entries, changelog, base_id, self.kind, recheck=exactly_once,
-                                             index=index)
+                first, first_manifests = self._commit_entries(entries, changelog, base_id, self.kind,
+                                                              recheck=exactly_once, index=index, hint=not then)
             except CommitConflictError as e:
                 # Nothing landed unless this very commit did (a retried task racing itself): then it is the answer.
                 landed = find_commit(self.table, commit_id) if commit_id is not None else None
@@ -184,22 +186,27 @@ class Transaction:
                     return landed
                 deleted = self.delete_new_files(messages)
                 raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
-            if not compact and not any(compact_index):
+            if not then:
                 return first
         compact_changelog = [e for m in messages for e in m.compact_changelog_entries()]
         # Checked against the writer's base, not its own snapshot: the increment was planned on that base. When
         # the writer's snapshot came right after the base, it is the only change since (it added level-0 files
         # and moved nothing), so only what others committed after it needs checking.
         planned_on = first.id if first is not None and first.id == base_id + 1 else base_id
+        # Right after the writer's own snapshot, this commit starts from it and from the manifests it was just
+        # written with, not from files read back; a concurrent commit in between makes the create-if-absent of
+        # the next id fail, and the retry reads the table as usual.
+        after = (first, first_manifests) if first is not None and first_manifests is not None else None
         try:
             return self._commit_entries(compact, compact_changelog, planned_on, "COMPACT", recheck=False,
-                                        compact_increment=True, index=compact_index)
+                                        compact_increment=True, index=compact_index, after=after)[0]
         except CommitConflictError as e:
             if first is None:
                 deleted = self.delete_new_files(messages)
                 raise CommitConflictError(f"{e}; the {deleted} data file(s) it wrote were deleted") from None
             # The writer's snapshot landed; its level-0 files stay where they are and the next lookup
             # compaction produces their changelog, as after a Paimon writer whose compaction did not land.
+            # (A conflict means others committed after it: the LATEST hint is theirs.)
             self.delete_new_files(messages, compact_only=True)
             return first
 
@@ -239,12 +246,23 @@ class Transaction:
 
     def _commit_entries(self, entries: list[ManifestEntry], changelog: list[ManifestEntry], base_snapshot_id: int,
                         kind: str, *, recheck: bool, compact_increment: bool = False,
-                        index: tuple[list[IndexEntry], list[str]] = ([], [])) -> Snapshot:
-        """One snapshot of `kind`; `recheck`: a lost race first looks for this commit id (a retried task racing
-        itself); a `compact_increment` moves files between levels and needs its target levels still free."""
+                        index: tuple[list[IndexEntry], list[str]] = ([], []), hint: bool = True,
+                        after: tuple[Snapshot, list[ManifestFileMeta]] | None = None,
+                        ) -> tuple[Snapshot, list[ManifestFileMeta] | None]:
+        """One snapshot of `kind`, and the manifests listing its files (None when an earlier attempt of this
+        commit is the answer); `recheck`: a lost race first looks for this commit id (a retried task racing
+        itself); a `compact_increment` moves files between levels and needs its target levels still free.
+        `after`: the snapshot this commit most likely follows and its manifests, taken as the latest on the first
+        attempt instead of reading them back. `hint`: write the LATEST hint (a commit followed at once by another
+        leaves it to that one)."""
         written: list[str] = []
+        latest: Snapshot | None
+        known: list[ManifestFileMeta] | None
         for attempt in range(MAX_RETRIES):
-            latest = self.snapshots.latest()
+            if attempt == 0 and after is not None:
+                latest, known = after
+            else:
+                latest, known = self.snapshots.latest(), None
             if latest is not None and latest.id != base_snapshot_id:
                 if compact_increment:
                     self._check_levels_free(base_snapshot_id, latest, entries)
@@ -252,7 +270,7 @@ class Transaction:
                     self._check_conflicts(base_snapshot_id, latest, entries)
                     self._check_hash_index_conflicts(base_snapshot_id, latest, index[0])
                     self._check_append_vector_conflicts(base_snapshot_id, latest, entries, index[0])
-            base_metas = self._base_manifests(latest)
+            base_metas = list(known) if known is not None else self._base_manifests(latest)
             previous_index = latest.index_manifest if latest is not None else None
             index_manifest = combine_index(self.table, previous_index, *index)
             if index_manifest != previous_index and index_manifest is not None:
@@ -302,10 +320,11 @@ class Transaction:
                 next_row_id=latest.next_row_id if latest is not None else None,
             )
             if self.snapshots.create_snapshot(snap):
-                self.snapshots.commit_hint(new_id)
+                if hint:
+                    self.snapshots.commit_hint(new_id)
                 if latest is None:
                     self.snapshots.earliest_hint(new_id)
-                return snap
+                return snap, base_metas + [delta_meta]
             # Lost the race: the manifests written for this attempt are referenced by nobody.
             for name in written:
                 self.manifests.io.delete(self.manifests.path(name))
@@ -313,7 +332,7 @@ class Transaction:
             if recheck and self.commit_id is not None:
                 existing = find_commit(self.table, self.commit_id)
                 if existing is not None:
-                    return existing
+                    return existing, None
             time.sleep(backoff(attempt))
         raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: other writers keep committing")
 

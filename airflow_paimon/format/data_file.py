@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -17,16 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .binary_row import EMPTY_ROW, deserialize_row, serialize_row
+from .binary_row import EMPTY_ROW, serialize_row
 from .fileio import FileIO
 from .manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
 from .schema import (
-    KEY_FIELD_ID_START,
     KEY_FIELD_PREFIX,
     SEQUENCE_NUMBER,
-    SEQUENCE_NUMBER_ID,
     VALUE_KIND,
-    VALUE_KIND_ID,
     TableSchema,
 )
 from .stats_modes import ColumnStats, StatsMode, StatsPolicy
@@ -37,6 +35,16 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 def new_data_file_name(prefix: str) -> str:
     """`prefix` (the table's data-file.prefix or changelog-file.prefix, as in Paimon) + a unique name."""
     return f"{prefix}{uuid.uuid4()}-0.parquet"
+
+
+@dataclass
+class EncodedFile:
+    """A primary-key file written from memory and kept for a changelog made of its rows (changelog/lookup.py):
+    its bytes, its description, and its value columns' statistics as computed (its description holds them
+    serialised and perhaps truncated)."""
+    data: bytes
+    meta: DataFileMeta
+    value_stats: list[ColumnStats]
 
 
 def column_stats(table: pa.Table, names: Sequence[str], modes: Sequence[StatsMode]) -> list[ColumnStats]:
@@ -78,17 +86,6 @@ def _value_stats(stats: list[ColumnStats], names: Sequence[str], types: Sequence
             tuple(names[i] for i in kept))
 
 
-def _stored_value_stats(meta: DataFileMeta, names: Sequence[str], types: Sequence[pa.DataType]) -> list[ColumnStats]:
-    """A file's value statistics as `column_stats` gives them, read back from its manifest form."""
-    kept = list(names) if meta.value_stats_cols is None else list(meta.value_stats_cols)
-    kept_types = [types[names.index(n)] for n in kept]
-    lows = deserialize_row(meta.value_stats.min_values, kept_types)
-    highs = deserialize_row(meta.value_stats.max_values, kept_types)
-    nulls = meta.value_stats.null_counts or (None,) * len(kept)
-    found = {n: (lo, hi, c) for n, lo, hi, c in zip(kept, lows, highs, nulls)}
-    return [found.get(n, (None, None, None)) for n in names]
-
-
 def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and v != v
 
@@ -117,22 +114,8 @@ def empty_stats() -> SimpleStats:
 
 
 def kv_file_schema(schema: TableSchema) -> pa.Schema:
-    """The Parquet schema of a primary-key table's data files."""
-    value = schema.arrow_schema()
-    fields = []
-    for k in schema.trimmed_primary_keys:
-        field_id = schema.field(k).id
-        fields.append(pa.field(KEY_FIELD_PREFIX + k, value.field(k).type, nullable=False,
-                               metadata={b"PARQUET:field_id": str(KEY_FIELD_ID_START + field_id).encode()}))
-    fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False,
-                           metadata={b"PARQUET:field_id": str(SEQUENCE_NUMBER_ID).encode()}))
-    fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False,
-                           metadata={b"PARQUET:field_id": str(VALUE_KIND_ID).encode()}))
-    keys = set(schema.primary_keys)
-    for f in value:
-        # Delete rows carry only their key, so non-key columns are stored nullable.
-        fields.append(f if f.name in keys else f.with_nullable(True))
-    return pa.schema(fields)
+    """The Parquet schema of a primary-key table's data files (built once per schema)."""
+    return schema.kv_file_schema()
 
 
 DICTIONARY_SAMPLE = 2048
@@ -193,6 +176,8 @@ def dictionary_columns(table: pa.Table, unique_columns: Sequence[str] = ()) -> l
 
 def _parquet_options(table: pa.Table, unique_columns: Sequence[str],
                      dictionary: Sequence[str] | None) -> dict:
+    """pyarrow's writer options for `write_parquet` and `encode_parquet`: one decision, so that a file encoded in
+    memory is the file written straight to its store."""
     unique = set(unique_columns)
     if dictionary is None:
         dictionary = dictionary_columns(table, unique_columns)
@@ -215,8 +200,7 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     """
     p = io.fs_path(path)
     io.make_parent(path)
-    # The stubs know only lower-case codec names (pyarrow takes any case) and only a bool for use_dictionary
-    # (pyarrow also takes the list of columns to try dictionaries on).
+    # The stubs know only lower-case codec names (pyarrow takes any case).
     with io.fs.open_output_stream(p) as out:   # its size from the stream: no request to ask the store for it
         pq.write_table(table, out, compression=compression,  # type: ignore[arg-type]
                        **_parquet_options(table, unique_columns, dictionary))
@@ -233,6 +217,8 @@ def encode_parquet(table: pa.Table, compression: str, unique_columns: Sequence[s
 
 
 def write_encoded(io: FileIO, path: str, data: bytes) -> None:
+    """Write a file encoded in memory as `write_parquet` writes one (a single stream, no temporary name: a data
+    file is only read once a snapshot lists it)."""
     io.make_parent(path)
     with io.fs.open_output_stream(io.fs_path(path)) as out:
         out.write(data)
@@ -264,33 +250,38 @@ def kv_file_table(schema: TableSchema, rows: pa.Table, sequence: pa.Array | pa.C
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
                   kinds: pa.Array, compression: str, *, prefix: str, stats: StatsPolicy, level: int = 0,
                   changelog: bool = False, file_source: int = FILE_SOURCE_APPEND,
-                  dictionary: Sequence[str] | None = None, keep: list[bytes] | None = None) -> DataFileMeta:
+                  dictionary: Sequence[str] | None = None, keep: list[EncodedFile] | None = None) -> DataFileMeta:
     """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
     `prefix`; with the changelog-file.prefix, a changelog file (same layout, keys sorted but repeated: a key's
     changes in order; `changelog` true, so that its statistics follow changelog-file.stats-mode). `dictionary`: the
     columns to try a dictionary on (`kv_dictionary_columns`), instead of deciding on a sample of `rows`. With
-    `keep`, the file is encoded in memory and its bytes are also appended to `keep` (a changelog reuses them)."""
+    `keep`, the file is encoded in memory and also appended to `keep` (a changelog reuses it)."""
     data = kv_file_table(schema, rows, sequence, kinds)
     name = new_data_file_name(prefix)
     path = f"{bucket_dir}/{name}"
+    encoded = None
     if keep is None:
         size = write_parquet(io, path, data, compression, kv_unique_columns(schema), dictionary)
     else:
         encoded = encode_parquet(data, compression, kv_unique_columns(schema), dictionary)
         write_encoded(io, path, encoded)
-        keep.append(encoded)
         size = len(encoded)
-    return kv_file_meta(name, size, schema, rows, sequence, kinds, stats, level=level, changelog=changelog,
-                        file_source=file_source)
+    values: list[ColumnStats] = []
+    meta = kv_file_meta(name, size, schema, rows, sequence, kinds, stats, level=level, changelog=changelog,
+                        file_source=file_source, value_stats=values)
+    if encoded is not None and keep is not None:
+        keep.append(EncodedFile(encoded, meta, values))
+    return meta
 
 
 def kv_file_meta(name: str, size: int, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
                  kinds: pa.Array, stats: StatsPolicy, *, level: int = 0, changelog: bool = False,
-                 file_source: int = FILE_SOURCE_APPEND, then: DataFileMeta | None = None) -> DataFileMeta:
+                 file_source: int = FILE_SOURCE_APPEND, then: EncodedFile | None = None,
+                 value_stats: list[ColumnStats] | None = None) -> DataFileMeta:
     """The manifest's description of a primary-key table's file of `rows` (sorted by key), and, with `then`,
     followed by every row of that file: a file of this table whose columns keep the same statistics and whose
     keys include all of `rows`' (a spliced changelog, changelog/lookup.py). Its description is merged in, not
-    computed again from its rows."""
+    computed again from its rows. `value_stats` receives the statistics of `rows`' value columns."""
     file_schema = kv_file_schema(schema)
     trimmed = schema.trimmed_primary_keys
     key_types = [schema.arrow_type(k) for k in trimmed]
@@ -299,22 +290,25 @@ def kv_file_meta(name: str, size: int, schema: TableSchema, rows: pa.Table, sequ
     n = rows.num_rows
     modes = stats.column_modes(file_schema.names, stats.file_mode(level, changelog))
     values = column_stats(rows, value_names, modes[len(trimmed) + 2:])
+    if value_stats is not None:
+        value_stats[:] = values
     seq_mm = pc.min_max(sequence)
     low, high = seq_mm["min"].as_py(), seq_mm["max"].as_py()
-    deletes = pc.is_in(kinds, value_set=pa.array([UPDATE_BEFORE, DELETE], kinds.type)).true_count
+    codes = np.asarray(kinds)
+    deletes = int(np.count_nonzero((codes == UPDATE_BEFORE) | (codes == DELETE)))
     if then is None:
         min_key = serialize_row([rows.column(k)[0].as_py() for k in trimmed], key_types)
         max_key = serialize_row([rows.column(k)[n - 1].as_py() for k in trimmed], key_types)
         key_stats = to_simple_stats(column_stats(rows, trimmed, modes[:len(trimmed)]), key_types)
     else:
         # the keys of `rows` are among `then`'s (never null): its key range and key statistics are the file's
-        min_key, max_key, key_stats = then.min_key, then.max_key, then.key_stats
-        stored = _stored_value_stats(then, value_names, value_types)
-        values = [_merged(a, n, b, then.row_count) for a, b in zip(values, stored)]
-        low = then.min_sequence_number if low is None else min(low, then.min_sequence_number)
-        high = then.max_sequence_number if high is None else max(high, then.max_sequence_number)
-        deletes += then.delete_row_count or 0
-        n += then.row_count
+        kept = then.meta
+        min_key, max_key, key_stats = kept.min_key, kept.max_key, kept.key_stats
+        values = [_merged(a, n, b, kept.row_count) for a, b in zip(values, then.value_stats)]
+        low = kept.min_sequence_number if low is None else min(low, kept.min_sequence_number)
+        high = kept.max_sequence_number if high is None else max(high, kept.max_sequence_number)
+        deletes += kept.delete_row_count or 0
+        n += kept.row_count
     value_summary, stats_columns = _value_stats(values, value_names, value_types, stats.dense)
     return DataFileMeta(
         file_name=name,

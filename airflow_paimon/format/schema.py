@@ -88,6 +88,28 @@ class TableSchema:
     def _arrow_schema(self) -> pa.Schema:
         return pa.schema([arrow_field_with_ids(f.name, f.type, f.id) for f in self.fields])
 
+    def kv_file_schema(self) -> pa.Schema:
+        """The Parquet schema of a primary-key table's data and changelog files: the trimmed keys as `_KEY_`
+        columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`, then the table's columns."""
+        return self._kv_file_schema
+
+    @cached_property
+    def _kv_file_schema(self) -> pa.Schema:
+        value = self.arrow_schema()
+        fields = []
+        for k in self.trimmed_primary_keys:
+            fields.append(pa.field(KEY_FIELD_PREFIX + k, value.field(k).type, nullable=False,
+                                   metadata={b"PARQUET:field_id": str(KEY_FIELD_ID_START + self.field(k).id).encode()}))
+        fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False,
+                               metadata={b"PARQUET:field_id": str(SEQUENCE_NUMBER_ID).encode()}))
+        fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False,
+                               metadata={b"PARQUET:field_id": str(VALUE_KIND_ID).encode()}))
+        keys = set(self.primary_keys)
+        for f in value:
+            # Delete rows carry only their key, so non-key columns are stored nullable.
+            fields.append(f if f.name in keys else f.with_nullable(True))
+        return pa.schema(fields)
+
     @cached_property
     def _logical_arrow_schema(self) -> pa.Schema:
         out = []

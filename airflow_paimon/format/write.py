@@ -20,7 +20,7 @@ from .changelog.input import input_changelog
 from .changelog.lookup import Lookup, level_up, lookup_changelog
 from .commit import required_changelog
 from .commit_message import CommitMessage
-from .data_file import DELETE, INSERT, kv_dictionary_columns, write_append_file, write_kv_file
+from .data_file import DELETE, INSERT, EncodedFile, kv_dictionary_columns, write_append_file, write_kv_file
 from .deletion_vectors_append import delete_matching, update_matching
 from .deletion_vectors_write import DeletionVectorWriter
 from .dynamic_bucket import DynamicBucketAssigner
@@ -240,7 +240,7 @@ class TableWrite:
         dictionary = None if changelog is None and lookup is None else \
             kv_dictionary_columns(self.schema, rows, kind_codes)
         # a lookup changelog reuses the encoded columns of the data file (changelog/lookup.py)
-        data_file: list[bytes] | None = [] if lookup is not None else None
+        data_file: list[EncodedFile] | None = [] if lookup is not None else None
         msg = self.write_bucket(partition, bucket, rows, kind_codes, int(sequence[0]), sequence=pa.array(sequence),
                                 dictionary=dictionary, keep=data_file)
         if dv is not None:
@@ -250,7 +250,7 @@ class TableWrite:
         if lookup is not None:
             versions = rows.append_column(SEQUENCE_NUMBER, pa.array(sequence)).append_column(VALUE_KIND, kind_codes)
             msg.compact_changelog = lookup_changelog(self.table, lookup, partition, bucket, versions, dictionary,
-                                                     (msg.new_files[0], data_file[0]) if data_file else None)
+                                                     data_file[0] if data_file else None)
             if dv is None:   # on a deletion-vector table `settle` moved the rows up already, marking the vectors
                 msg.compact_before, msg.compact_after = level_up(self.table, lookup, partition, bucket,
                                                                  msg.new_files[0])
@@ -287,7 +287,7 @@ class TableWrite:
     def write_bucket(self, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array | pa.ChunkedArray | None,
                      first_sequence: int, level: int = 0, file_source: int = 0, *,
                      sequence: pa.Array | None = None, dictionary: Sequence[str] | None = None,
-                     keep: list[bytes] | None = None) -> CommitMessage:
+                     keep: list[EncodedFile] | None = None) -> CommitMessage:
         """Write rows of one (partition, bucket); primary-key rows must be sorted by key and unique per key.
         Their sequence numbers count up from `first_sequence` unless given (`sequence`, increasing);
         `dictionary`: see `write_kv_file`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -290,6 +291,8 @@ def test_a_lookup_writes_compaction_is_checked_only_against_what_others_committe
     monkeypatch.setattr(commit_module.Transaction, "_check_levels_free", spy)
     t.write(kv([(1, "x", 10, 0)]))
     assert checked == [] and t.latest_snapshot().commit_kind == "COMPACT"
+    # the two snapshots of one write leave the LATEST hint at the second
+    assert int((Path(t.path) / "snapshot" / "LATEST").read_text()) == t.latest_snapshot().id
 
     real_commit = commit_module.Transaction._commit_entries
     interleaved: list = []
@@ -305,6 +308,8 @@ def test_a_lookup_writes_compaction_is_checked_only_against_what_others_committe
     assert interleaved and checked == [interleaved[0].id]
     # the other writer took the level this write would have moved its file to: its APPEND snapshot stays
     assert landed.commit_kind == "APPEND" and any(e.file.level == 0 for e in t.file_entries(landed))
+    # (the other writer's commits came after it: the LATEST hint is theirs)
+    assert int((Path(t.path) / "snapshot" / "LATEST").read_text()) == interleaved[0].id
     monkeypatch.setattr(commit_module.Transaction, "_commit_entries", real_commit)
     t.write(kv([(4, "x", 40, 0)]))
     assert all(e.file.level > 0 for e in t.file_entries(t.latest_snapshot()))

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from ..compact import max_level
 from ..data_file import (
     UPDATE_BEFORE,
+    EncodedFile,
     encode_parquet,
     kv_file_meta,
     kv_file_schema,
@@ -107,12 +108,12 @@ class Lookup:
 
 def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
                      rows: pa.Table, dictionary: Sequence[str] | None = None,
-                     data_file: tuple[DataFileMeta, bytes] | None = None) -> list[DataFileMeta]:
+                     data_file: EncodedFile | None = None) -> list[DataFileMeta]:
     """The changelog file of one bucket of a write: `rows` holds its newest version of each key it touches
     (table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`). Before: the newest value above level 0; after: the
     merge of every version (so `sequence.field` decides, as in Paimon). `dictionary`: see `write_changelog`.
-    `data_file`: the bytes of the data file written of `rows`, whose encoded columns the changelog reuses where
-    its rows are exactly those (`spliced_changelog`)."""
+    `data_file`: the data file written of `rows`, as encoded, whose columns the changelog reuses where its rows
+    are exactly those (`spliced_changelog`)."""
     schema = version_schema(table)
     rows = rows.select(schema.names).cast(schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
@@ -137,7 +138,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
 
 
 def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.Table, after: pa.Table,
-                      data_file: tuple[DataFileMeta, bytes], dictionary: Sequence[str] | None) -> DataFileMeta:
+                      data_file: EncodedFile, dictionary: Sequence[str] | None) -> DataFileMeta:
     """The changelog of a write whose every row is a value (`after`, the rows of the data file `data_file`, its
     description and bytes): -U(before) of each key that had a value, then every row of `after` as +U (a key
     that had a value) or +I.
@@ -148,7 +149,6 @@ def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.
     changelog's, not computed again: encoding and describing those rows was most of a lookup write's cost."""
     schema = table.schema()
     options = table.core_options
-    data_meta, data_bytes = data_file
     former = values_only(before.select(after.column_names))
     retract = pa.array(np.full(former.num_rows, UPDATE_BEFORE, dtype=np.int8))
     kinds = pa.array(after_kinds(table, former, after))
@@ -159,12 +159,12 @@ def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.
     kind_file = encode_parquet(pa.Table.from_arrays([kinds], schema=pa.schema([kind_field])), compression, (),
                                dictionary)
     column = len(schema.trimmed_primary_keys) + 1    # _VALUE_KIND's place in the file
-    data = splice(ParquetParts(first), [(ParquetParts(data_bytes), {column: (ParquetParts(kind_file), 0)})])
+    data = splice(ParquetParts(first), [(ParquetParts(data_file.data), {column: (ParquetParts(kind_file), 0)})])
     name = new_data_file_name(options.changelog_file_prefix)
     write_encoded(table.io, f"{table.bucket_dir(partition, bucket)}/{name}", data)
     # (the data file's rows are all values, as here: its count of retractions, 0, stays right)
     return kv_file_meta(name, len(data), schema, former, former.column(SEQUENCE_NUMBER).combine_chunks(), retract,
-                        options.stats, changelog=True, file_source=FILE_SOURCE_COMPACT, then=data_meta)
+                        options.stats, changelog=True, file_source=FILE_SOURCE_COMPACT, then=data_file)
 
 
 def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,

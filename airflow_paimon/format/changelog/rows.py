@@ -142,7 +142,18 @@ def after_kinds(table: "Table", before: pa.Table, after: pa.Table) -> np.ndarray
     most one value per key of `after`) has a value of its key, else +I."""
     before = values_only(before)
     nb = before.num_rows
-    order = _before_after_order(before, after, table.schema().trimmed_primary_keys)
+    keys = table.schema().trimmed_primary_keys
+    if len(keys) == 1:
+        # Key-ordered integer keys, every before key among the after keys: the after rows found by a search
+        # are the updated ones. (A before key without its after row is not this function's input: sorted below.)
+        b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
+        if b is not None and a is not None:
+            at = np.searchsorted(a, b)
+            if nb == 0 or (at[-1] < len(a) and bool((a[at] == b).all())):
+                kinds = np.full(after.num_rows, INSERT, dtype=np.int8)
+                kinds[at] = UPDATE_AFTER
+                return kinds
+    order = _before_after_order(before, after, keys)
     side = order >= nb
     has_before = np.zeros(len(order), dtype=bool)
     has_before[1:] = ~side[:-1]
