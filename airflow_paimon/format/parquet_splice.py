@@ -15,7 +15,6 @@ expect (encryption) makes it refuse, so that a file it cannot splice exactly is 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -149,26 +148,25 @@ def _list_of_structs(n: int) -> bytes:
 @dataclass
 class _Chunk:
     """One column chunk's ColumnChunk struct (`data[start:end]`), where its offsets are (`offsets`: their
-    varints' spans in `data`), and its sizes; its offsets moved by `shift` when written."""
+    varints' spans in `data`), and its sizes."""
     data: bytes
     start: int
     end: int
     offsets: list[tuple[int, int]]
     compressed: int
     uncompressed: int
-    shift: int = 0
 
-    def encoded(self) -> bytes:
-        if not self.shift:
-            return self.data[self.start:self.end]
-        b, out, at = self.data, bytearray(), self.start
-        for lo, hi in self.offsets:
-            value = _zigzag(_varint(b, lo)[0])
-            # A zero offset is "not set" (parquet-cpp writes ColumnChunk.file_offset as 0): it stays so.
-            out += b[at:lo] + _encode_long(value + self.shift if value else 0)
-            at = hi
+    def encoded(self, shift: int, out: bytearray) -> None:
+        """Append the struct to `out`, its offsets moved by `shift`."""
+        b, at = self.data, self.start
+        if shift:
+            for lo, hi in self.offsets:
+                value = _zigzag(_varint(b, lo)[0])
+                # A zero offset is "not set" (parquet-cpp writes ColumnChunk.file_offset as 0): it stays so.
+                out += b[at:lo]
+                out += _encode_long(value + shift if value else 0)
+                at = hi
         out += b[at:self.end]
-        return bytes(out)
 
 
 def _read_chunk(b: bytes, i: int) -> _Chunk:
@@ -204,7 +202,7 @@ def _read_chunk(b: bytes, i: int) -> _Chunk:
 
 @dataclass
 class _RowGroup:
-    chunks: list[_Chunk]
+    chunks: list[tuple[_Chunk, int]]   # each with how far its offsets move (0 as read)
     num_rows: int
     first_offset: int
     has_ordinal: bool = False
@@ -240,14 +238,9 @@ class ParquetParts:
     def num_rows(self) -> int:
         return sum(g.num_rows for g in self.row_groups)
 
-    @property
-    def body(self) -> bytes:
-        """The column chunks' bytes: the file without its leading magic and its footer."""
-        return self.data[4:self.footer_start]
-
     def _row_group(self, i: int) -> tuple[_RowGroup, int]:
         b, start = self.data, i
-        chunks: list[_Chunk] = []
+        chunks: list[tuple[_Chunk, int]] = []
         num_rows = first = 0
         ordinal = False
         for fid, kind, lo, hi in _fields(b, i):
@@ -255,7 +248,7 @@ class ParquetParts:
                 n, _, at = _list_header(b, lo)
                 for _ in range(n):
                     chunk = _read_chunk(b, at)
-                    chunks.append(chunk)
+                    chunks.append((chunk, 0))
                     at = chunk.end
             elif fid == 3 and kind == _I64:
                 num_rows = _zigzag(_varint(b, lo)[0])
@@ -275,16 +268,16 @@ def _row_group_bytes(group: _RowGroup, ordinal: int) -> bytes:
     out = bytearray()
     out.append(0x10 | _LIST)
     out += _list_of_structs(len(group.chunks))
-    for chunk in group.chunks:
-        out += chunk.encoded()
+    for chunk, shift in group.chunks:
+        chunk.encoded(shift, out)
     out.append(0x10 | _I64)
-    out += _encode_long(sum(c.uncompressed for c in group.chunks))
+    out += _encode_long(sum(c.uncompressed for c, _ in group.chunks))
     out.append(0x10 | _I64)
     out += _encode_long(group.num_rows)
     out.append(0x20 | _I64)
     out += _encode_long(group.first_offset)
     out.append(0x10 | _I64)
-    out += _encode_long(sum(c.compressed for c in group.chunks))
+    out += _encode_long(sum(c.compressed for c, _ in group.chunks))
     if group.has_ordinal:   # readers want all groups or none numbered (arrow-rs refuses a mix)
         out.append(0x10 | _I16)
         out += _encode_long(ordinal)
@@ -302,26 +295,28 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
     """
     groups = [g for g in first.row_groups if g.num_rows]   # pyarrow writes no rows as one empty group
     # (whose chunks are then left out too: the next file's chunks stay where they are)
-    bodies = [first.data[:first.footer_start] if groups else _MAGIC]
+    # (views, not copies: the file's bytes are copied once, by the join at the end)
+    bodies: list[bytes | memoryview] = [memoryview(first.data)[:first.footer_start] if groups else _MAGIC]
     at = len(bodies[0])                  # where the next file's body goes
     shifts: dict[int, int] = {}          # id(file) -> how far its chunks move
     for parts, replaced in later:
         for source in [parts] + [f for f, _ in replaced.values()]:
             if id(source) not in shifts:
                 shifts[id(source)] = at - 4
-                bodies.append(source.body)
-                at += len(source.body)
+                body = memoryview(source.data)[4:source.footer_start]
+                bodies.append(body)
+                at += len(body)
         for g_index, group in enumerate(parts.row_groups):
             chunks = []
-            for c_index, chunk in enumerate(group.chunks):
+            for c_index, (chunk, _) in enumerate(group.chunks):
                 source, column = parts, c_index
                 if c_index in replaced:
                     source, column = replaced[c_index]
                     if len(source.row_groups) != len(parts.row_groups) \
                             or source.row_groups[g_index].num_rows != group.num_rows:
                         raise SpliceError("a column taken from a file whose row groups differ")
-                    chunk = source.row_groups[g_index].chunks[column]
-                chunks.append(dataclasses.replace(chunk, shift=shifts[id(source)]))
+                    chunk = source.row_groups[g_index].chunks[column][0]
+                chunks.append((chunk, shifts[id(source)]))
             first_offset = group.first_offset + shifts[id(parts)] if group.first_offset else 0
             groups.append(_RowGroup(chunks, group.num_rows, first_offset, group.has_ordinal))
     if len({g.has_ordinal for g in groups}) > 1:
@@ -343,4 +338,4 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
         else:
             footer += data[start:end]
     footer.append(_STOP)
-    return b"".join(bodies) + bytes(footer) + len(footer).to_bytes(4, "little") + _MAGIC
+    return b"".join([*bodies, footer, len(footer).to_bytes(4, "little"), _MAGIC])
