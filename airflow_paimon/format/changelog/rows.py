@@ -70,22 +70,34 @@ def _equal_rows(left: pa.Table, right: pa.Table, columns: Sequence[str]) -> np.n
     return same
 
 
+def _after_positions(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> np.ndarray | None:
+    """For key-ordered integer keys (each side one row per key) whose every before key has its after row: the
+    position in `after` of each before row's key, found by one search; None otherwise."""
+    if len(keys) != 1:
+        return None
+    b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
+    if b is None or a is None:
+        return None
+    at = np.searchsorted(a, b)
+    if len(b) == 0 or (at[-1] < len(a) and bool((a[at] == b).all())):
+        return at
+    return None
+
+
 def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> np.ndarray:
     """Positions in [before; after] ordering the rows by key, a key's before row first. Key-ordered integer keys
     (each side one row per key, as the producers give them, every before key with its after row) are merged in
     linear time: a before row goes just ahead of its after row, and an after row moves down by the before rows
     placed up to it. Others are sorted."""
     nb = before.num_rows
-    if len(keys) == 1:
-        b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
-        if b is not None and a is not None:
-            at = np.searchsorted(a, b)
-            if nb == 0 or (at[-1] < len(a) and bool((a[np.minimum(at, len(a) - 1)] == b).all())):
-                order = np.empty(nb + len(a), dtype=np.int64)
-                order[at + np.arange(nb)] = np.arange(nb)
-                ahead = np.cumsum(np.bincount(at, minlength=len(a)))   # before rows placed up to each after row
-                order[np.arange(len(a)) + ahead] = nb + np.arange(len(a))
-                return order
+    at = _after_positions(before, after, keys)
+    if at is not None:
+        na = after.num_rows
+        order = np.empty(nb + na, dtype=np.int64)
+        order[at + np.arange(nb)] = np.arange(nb)
+        ahead = np.cumsum(np.bincount(at, minlength=na))   # before rows placed up to each after row
+        order[np.arange(na) + ahead] = nb + np.arange(na)
+        return order
     side = pa.array(np.concatenate([np.zeros(nb, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)]))
     both = pa.concat_tables([before.select(list(keys)), after.select(list(keys))]).append_column(_SIDE, side)
     return np.asarray(pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")]))
@@ -143,16 +155,11 @@ def after_kinds(table: "Table", before: pa.Table, after: pa.Table) -> np.ndarray
     before = values_only(before)
     nb = before.num_rows
     keys = table.schema().trimmed_primary_keys
-    if len(keys) == 1:
-        # Key-ordered integer keys, every before key among the after keys: the after rows found by a search
-        # are the updated ones. (A before key without its after row is not this function's input: sorted below.)
-        b, a = ascending_integers(before.column(keys[0])), ascending_integers(after.column(keys[0]))
-        if b is not None and a is not None:
-            at = np.searchsorted(a, b)
-            if nb == 0 or (at[-1] < len(a) and bool((a[at] == b).all())):
-                kinds = np.full(after.num_rows, INSERT, dtype=np.int8)
-                kinds[at] = UPDATE_AFTER
-                return kinds
+    at = _after_positions(before, after, keys)
+    if at is not None:   # the after rows found by the search are the updated ones
+        kinds = np.full(after.num_rows, INSERT, dtype=np.int8)
+        kinds[at] = UPDATE_AFTER
+        return kinds
     order = _before_after_order(before, after, keys)
     side = order >= nb
     has_before = np.zeros(len(order), dtype=bool)
