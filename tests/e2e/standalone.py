@@ -208,6 +208,8 @@ def server_env(home: Path, port: int, dags: Path) -> dict[str, str]:
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+        # A database error's statement and cause in the response, so a failing test says what failed.
+        "AIRFLOW__API__EXPOSE_STACKTRACE": "True",
     })
     return env
 
