@@ -83,6 +83,9 @@ def test_an_upsert_changelog_copies_the_data_files_columns_and_puts_the_retracti
     for i in range(meta.num_columns):
         copied = chunk(meta, changelog_bytes, i, 1) == chunk(data_meta, data_bytes, i, 0)
         assert copied == (meta.schema.column(i).name != VALUE_KIND)
+        # Parquet statistics: the copied chunks keep the data file's; the encoded ones (-U rows, kinds) keep none
+        assert meta.row_group(1).column(i).is_stats_set == copied
+        assert not meta.row_group(0).column(i).is_stats_set
 
 
 # the former values of the updated keys: NaN or null amounts only (Arrow's bounds of such rows are NaN, or none)

@@ -153,11 +153,14 @@ def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.
     retract = pa.array(np.full(former.num_rows, UPDATE_BEFORE, dtype=np.int8))
     kinds = pa.array(after_kinds(table, former, after))
     compression = options.changelog_file_compression
+    # The -U row group and the kinds' chunk keep no Parquet statistics: a reader filtering the changelog reads
+    # them rather than skip them, and their min/max were over a quarter of their encoding (the manifest's
+    # description is computed apart).
     first = encode_parquet(kv_file_table(schema, former, former.column(SEQUENCE_NUMBER), retract), compression,
-                           kv_unique_columns(schema), dictionary)
+                           kv_unique_columns(schema), dictionary, statistics=False)
     kind_field = kv_file_schema(schema).field(VALUE_KIND)
     kind_file = encode_parquet(pa.Table.from_arrays([kinds], schema=pa.schema([kind_field])), compression, (),
-                               dictionary)
+                               dictionary, statistics=False)
     column = len(schema.trimmed_primary_keys) + 1    # _VALUE_KIND's place in the file
     data = splice(ParquetParts(first), [(ParquetParts(data_file.data), {column: (ParquetParts(kind_file), 0)})])
     name = new_data_file_name(options.changelog_file_prefix)
