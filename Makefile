@@ -40,9 +40,10 @@ airflow: $(STAMP)
 
 # Spread over the machine's cores, a test module to a worker (module fixtures, such as a started server, are made
 # once); much of the suite waits on other processes (spark-submit, Airflow services, pypaimon's interpreter), and
-# tests/conftest.py starts the slowest kinds first.
+# tests/conftest.py starts the slowest kinds first (xdist would otherwise hand out the modules with the most tests
+# first, leaving the few-test, minutes-long end-to-end modules to the end, one worker busy and the other idle).
 test: $(STAMP) $(AZURITE)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The quick subset: no Spark, Airflow, pypaimon, end-to-end tests, site build, nor tests that start other programs
 # (ruff, mypy, fresh interpreters); the model tests (tests/format/test_model.py,
