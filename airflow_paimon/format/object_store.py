@@ -14,6 +14,7 @@ once per store with two creates of one scratch object: the second must be refuse
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ __all__ = ["OBJECT_STORE_SCHEMES", "ConditionalStore", "ObjectVersion", "split_u
 
 OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "az")
 
-# What S3 answers a conditional write that lost the race with, as obstore reports it when it does not map it.
-_LOST_RACE_MARKERS = ("412", "409", "PreconditionFailed", "ConditionalRequestConflict", "precondition")
+# What a store answers a conditional write that lost the race with, as obstore reports it when it does not map
+# it: the HTTP status with its reason phrase, or S3's error code. Never a bare number: the message also holds the
+# object's URL, whose names and uuids hold any digits (a snapshot-412 whose PUT failed is no lost race).
+_LOST_RACE = re.compile(r"\b(?:412 Precondition Failed|409 Conflict|PreconditionFailed|ConditionalRequestConflict)\b")
 
 
 def split_uri(uri: str) -> tuple[str, str, str]:
@@ -48,8 +51,7 @@ def split_uri(uri: str) -> tuple[str, str, str]:
 def _lost_race(error: Exception) -> bool:
     if isinstance(error, (AlreadyExistsError, PreconditionError)):
         return True
-    text = str(error)
-    return isinstance(error, GenericError) and any(m in text for m in _LOST_RACE_MARKERS)
+    return isinstance(error, GenericError) and _LOST_RACE.search(str(error)) is not None
 
 
 def _s3_config(options: Mapping[str, str], scheme: str) -> tuple[dict[str, Any], dict[str, Any]]:

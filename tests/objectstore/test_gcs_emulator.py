@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.format.fileio import FileIO
+from airflow_paimon.format.object_store import ConditionalStore
 
 pytestmark = pytest.mark.objectstore
 
@@ -55,3 +56,13 @@ def test_a_commit_fails_loudly_where_the_emulator_refuses_the_write(gcs_io):
     with pytest.raises(Exception, match="invalid uploadType"):
         io.create_exclusive(snapshot, b"{}")
     assert not io.exists(snapshot)
+
+
+def test_a_refused_create_whose_url_holds_a_conflict_status_is_no_lost_race(gcs_server):
+    # The emulator's 400 names the object's URL: digits there (snapshot-412, a uuid's "409") are not the status of
+    # a create that lost its race, so the create raises rather than answer "exists".
+    bucket = gcs_server.new_bucket()
+    store = ConditionalStore("gs", bucket, gcs_server.options())
+    with pytest.raises(Exception, match="invalid uploadType") as refused:
+        store.create(f"gs://{bucket}/db.db/t/snapshot/snapshot-412-409", b"{}")
+    assert "412" in str(refused.value) and "409" in str(refused.value)
