@@ -209,10 +209,9 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
 
 def encode_parquet(table: pa.Table, compression: str, unique_columns: Sequence[str] = (),
                    dictionary: Sequence[str] | None = None, *, statistics: bool = True) -> bytes:
-    """The bytes `write_parquet` writes, in memory. Without `statistics`, its column chunks keep no Parquet
-    statistics (min/max are most of the time pyarrow spends on a few thousand rows of strings besides
-    compression): readers then only cannot skip them, and the manifest's description of a file is computed apart
-    in any case."""
+    """The bytes `write_parquet` writes, in memory; without `statistics`, column chunks without Parquet
+    statistics (see changelog/lookup.py: readers cannot skip them; the manifest's description is computed
+    apart)."""
     sink = pa.BufferOutputStream()
     options = _parquet_options(table, unique_columns, dictionary)
     options["write_statistics"] = statistics

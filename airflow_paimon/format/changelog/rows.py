@@ -98,6 +98,12 @@ def _before_after_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) 
         ahead = np.cumsum(np.bincount(at, minlength=na))   # before rows placed up to each after row
         order[np.arange(na) + ahead] = nb + np.arange(na)
         return order
+    return _sorted_order(before, after, keys)
+
+
+def _sorted_order(before: pa.Table, after: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """`_before_after_order` by a sort, for keys the search cannot place."""
+    nb = before.num_rows
     side = pa.array(np.concatenate([np.zeros(nb, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)]))
     both = pa.concat_tables([before.select(list(keys)), after.select(list(keys))]).append_column(_SIDE, side)
     return np.asarray(pc.sort_indices(both, sort_keys=[(k, "ascending") for k in keys] + [(_SIDE, "ascending")]))
@@ -160,7 +166,7 @@ def after_kinds(table: "Table", before: pa.Table, after: pa.Table) -> np.ndarray
         kinds = np.full(after.num_rows, INSERT, dtype=np.int8)
         kinds[at] = UPDATE_AFTER
         return kinds
-    order = _before_after_order(before, after, keys)
+    order = _sorted_order(before, after, keys)   # (the search found no place for them: sorted)
     side = order >= nb
     has_before = np.zeros(len(order), dtype=bool)
     has_before[1:] = ~side[:-1]
