@@ -202,15 +202,25 @@ def _read_chunk(b: bytes, i: int) -> _Chunk:
 
 @dataclass
 class _RowGroup:
-    chunks: list[tuple[_Chunk, int]]   # each with how far its offsets move (0 as read)
     num_rows: int
     first_offset: int
-    has_ordinal: bool = False
-    raw: bytes = b""    # the RowGroup struct as read (kept where the group does not move)
+    has_ordinal: bool
+    raw: bytes    # the RowGroup struct as read, kept as it is where the group does not move
+    columns: int  # where, in its file's bytes, its list of ColumnChunk structs starts (-1: none)
+
+
+@dataclass
+class _Moved:
+    """A row group of the file `splice` makes, at a new place."""
+    chunks: list[tuple[_Chunk, int]]   # each with how far its offsets move
+    num_rows: int
+    first_offset: int
+    has_ordinal: bool
 
 
 class ParquetParts:
-    """The encoded row groups of one Parquet file (its bytes from pyarrow), for `splice`."""
+    """The encoded row groups of one Parquet file (its bytes from pyarrow), for `splice`. A row group's column
+    chunks are walked only when the group moves (`chunks`): the first file's groups keep their bytes."""
 
     def __init__(self, data: bytes):
         if len(data) < 12 or data[:4] != _MAGIC or data[-4:] != _MAGIC:
@@ -220,6 +230,7 @@ class ParquetParts:
         self.footer_start = len(data) - 8 - length
         self.fields: list[tuple[int, int, int]] = []   # (id, start of its header, end of its value)
         self.row_groups: list[_RowGroup] = []
+        self._chunks: dict[int, list[_Chunk]] = {}
         at = self.footer_start
         for fid, kind, lo, hi in _fields(data, self.footer_start):
             self.fields.append((fid, at, hi))
@@ -238,18 +249,29 @@ class ParquetParts:
     def num_rows(self) -> int:
         return sum(g.num_rows for g in self.row_groups)
 
+    def chunks(self, index: int) -> list[_Chunk]:
+        """The column chunks of row group `index`, walked on first use."""
+        found = self._chunks.get(index)
+        if found is None:
+            found = []
+            at = self.row_groups[index].columns
+            if at >= 0:
+                n, _, at = _list_header(self.data, at)
+                for _ in range(n):
+                    chunk = _read_chunk(self.data, at)
+                    found.append(chunk)
+                    at = chunk.end
+            self._chunks[index] = found
+        return found
+
     def _row_group(self, i: int) -> tuple[_RowGroup, int]:
         b, start = self.data, i
-        chunks: list[tuple[_Chunk, int]] = []
         num_rows = first = 0
+        columns = -1
         ordinal = False
         for fid, kind, lo, hi in _fields(b, i):
             if fid == 1 and kind == _LIST:
-                n, _, at = _list_header(b, lo)
-                for _ in range(n):
-                    chunk = _read_chunk(b, at)
-                    chunks.append((chunk, 0))
-                    at = chunk.end
+                columns = lo
             elif fid == 3 and kind == _I64:
                 num_rows = _zigzag(_varint(b, lo)[0])
             elif fid in _ROW_GROUP_OFFSETS and kind == _I64:
@@ -259,10 +281,10 @@ class ParquetParts:
             elif fid == 7:
                 ordinal = True
             i = hi
-        return _RowGroup(chunks, num_rows, first, ordinal, b[start:i + 1]), i + 1
+        return _RowGroup(num_rows, first, ordinal, b[start:i + 1], columns), i + 1
 
 
-def _row_group_bytes(group: _RowGroup, ordinal: int) -> bytes:
+def _row_group_bytes(group: _Moved, ordinal: int) -> bytes:
     """A RowGroup struct: columns (1), total_byte_size (2), num_rows (3), file_offset (5),
     total_compressed_size (6), ordinal (7)."""
     out = bytearray()
@@ -293,8 +315,8 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
     and nullability; written with the same row-group size). Every file's schema must be `first`'s: the footer of
     the file made is `first`'s, with the row groups added and the row count raised.
     """
-    groups = [g for g in first.row_groups if g.num_rows]   # pyarrow writes no rows as one empty group
-    # (whose chunks are then left out too: the next file's chunks stay where they are)
+    groups: list[_RowGroup | _Moved] = [g for g in first.row_groups if g.num_rows]   # pyarrow writes no
+    # rows as one empty group (whose chunks are then left out too: the next file's chunks stay where they are)
     # (views, not copies: the file's bytes are copied once, by the join at the end)
     bodies: list[bytes | memoryview] = [memoryview(first.data)[:first.footer_start] if groups else _MAGIC]
     at = len(bodies[0])                  # where the next file's body goes
@@ -308,17 +330,17 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
                 at += len(body)
         for g_index, group in enumerate(parts.row_groups):
             chunks = []
-            for c_index, (chunk, _) in enumerate(group.chunks):
+            for c_index, chunk in enumerate(parts.chunks(g_index)):
                 source, column = parts, c_index
                 if c_index in replaced:
                     source, column = replaced[c_index]
                     if len(source.row_groups) != len(parts.row_groups) \
                             or source.row_groups[g_index].num_rows != group.num_rows:
                         raise SpliceError("a column taken from a file whose row groups differ")
-                    chunk = source.row_groups[g_index].chunks[column][0]
+                    chunk = source.chunks(g_index)[column]
                 chunks.append((chunk, shifts[id(source)]))
             first_offset = group.first_offset + shifts[id(parts)] if group.first_offset else 0
-            groups.append(_RowGroup(chunks, group.num_rows, first_offset, group.has_ordinal))
+            groups.append(_Moved(chunks, group.num_rows, first_offset, group.has_ordinal))
     if len({g.has_ordinal for g in groups}) > 1:
         raise SpliceError("row groups numbered in one file and not in another")
     footer = bytearray()
@@ -334,7 +356,7 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
             footer += data[start:header_end]
             footer += _list_of_structs(len(groups))
             for ordinal, group in enumerate(groups):
-                footer += group.raw or _row_group_bytes(group, ordinal)
+                footer += group.raw if isinstance(group, _RowGroup) else _row_group_bytes(group, ordinal)
         else:
             footer += data[start:end]
     footer.append(_STOP)

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_tables import conformed, no_rows
 from ..compact import max_level
 from ..data_file import (
     UPDATE_BEFORE,
@@ -70,7 +71,7 @@ class Lookup:
         table = self.table
         schema = version_schema(table)
         if not files:
-            return schema.empty_table()
+            return no_rows(schema)
         split = self._split(partition, bucket, files)
         parts = read_files(table, split, schema.names, schema)
         return fill_partition(table, split, pa.concat_tables(parts))
@@ -82,7 +83,7 @@ class Lookup:
         split = self._split(partition, bucket, files)
         parts = read_rows_of_keys(table, split, schema.names, schema, wanted)
         if not parts:
-            return schema.empty_table()
+            return no_rows(schema)
         return fill_partition(table, split, pa.concat_tables(parts))
 
     def bucket_files(self, partition: tuple, bucket: int) -> list[DataFileMeta]:
@@ -96,9 +97,9 @@ class Lookup:
         key_names = table.schema().trimmed_primary_keys
         files = self.bucket_files(partition, bucket)
         level0 = self.read(partition, bucket, [f for f in files if f.level == 0])
-        key_rows = rows.select(key_names)
-        wanted = pa.concat_tables([key_rows, level0.select(key_names).cast(key_rows.schema)])
+        wanted = rows.select(key_names)
         if level0.num_rows:
+            wanted = pa.concat_tables([wanted, level0.select(key_names).cast(wanted.schema)])
             wanted = wanted.group_by(key_names).aggregate([])
         upper = self.read_keys(partition, bucket, [f for f in files if f.level > 0], wanted)
         if table.core_options.ignore_delete:
@@ -115,9 +116,10 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
     `data_file`: the data file written of `rows`, as encoded, whose columns the changelog reuses where its rows
     are exactly those (`spliced_changelog`)."""
     schema = version_schema(table)
-    rows = rows.select(schema.names).cast(schema)
+    rows = conformed(rows.select(schema.names), schema)
     upper, level0 = lookup.versions(partition, bucket, rows)
-    before = newest(table, upper.cast(schema))   # its retractions: `changes` drops them
+    upper = conformed(upper, schema)
+    before = newest(table, upper)   # its retractions: `changes` drops them
     options = table.core_options
     if level0.num_rows == 0 and not options.sequence_fields:
         # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
@@ -132,7 +134,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
                 pass
         after = rows
     else:
-        after = newest(table, pa.concat_tables([upper.cast(schema), level0.cast(schema), rows]))
+        after = newest(table, pa.concat_tables([upper, conformed(level0, schema), rows]))
     return write_changelog(table, partition, bucket, changes(table, before, after), FILE_SOURCE_COMPACT,
                            dictionary)
 
