@@ -355,8 +355,8 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
             header_end = start + 1 if data[start] >> 4 else _skip(data, start + 1, _I16)
             footer += data[start:header_end]
             footer += _list_of_structs(len(groups))
-            for ordinal, group in enumerate(groups):
-                footer += group.raw if isinstance(group, _RowGroup) else _row_group_bytes(group, ordinal)
+            for ordinal, made in enumerate(groups):
+                footer += made.raw if isinstance(made, _RowGroup) else _row_group_bytes(made, ordinal)
         else:
             footer += data[start:end]
     footer.append(_STOP)
