@@ -10,7 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_paimon.format.parquet_splice import ParquetParts, SpliceError, splice
+from airflow_paimon.format.parquet_splice import (
+    PLAIN_COLUMN_CODECS,
+    ParquetParts,
+    SpliceError,
+    plain_int32_file,
+    splice,
+)
 
 SCHEMA = pa.schema([("k", pa.int64(), False), ("kind", pa.int8(), False), ("s", pa.string()), ("d", pa.float64()),
                     ("b", pa.binary())])
@@ -41,9 +47,11 @@ def rows(rng: np.random.Generator, n: int, start: int) -> pa.Table:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.lists(st.integers(1, 300), min_size=1, max_size=3),
-       st.integers(1, 120), st.lists(st.integers(1, 120), min_size=3, max_size=3), st.booleans())
+       st.integers(1, 120), st.lists(st.integers(1, 120), min_size=3, max_size=3), st.booleans(),
+       st.sampled_from([None, *PLAIN_COLUMN_CODECS]))
 def test_a_spliced_file_reads_as_its_parts_with_the_replaced_columns(seed, first_rows, later_rows, first_group,
-                                                                      groups, dictionary):
+                                                                      groups, dictionary, plain):
+    # `plain`: the replacing columns made by plain_int32_file with that codec, not by pyarrow's writer
     rng = np.random.default_rng(seed)
     first = rows(rng, first_rows, 0)
     options = {"use_dictionary": ["kind", "s"] if dictionary else False}
@@ -54,8 +62,10 @@ def test_a_spliced_file_reads_as_its_parts_with_the_replaced_columns(seed, first
         start += n
         size = groups[i]
         kinds = pa.table({"kind": pa.array(rng.integers(0, 4, n), pa.int8())}, schema=KIND)
-        later.append((ParquetParts(encode(part, size, **options)),
-                      {1: (ParquetParts(encode(kinds, size, **options)), 0)}))
+        parts = ParquetParts(encode(part, size, **options))
+        kind_file = encode(kinds, size, **options) if plain is None else \
+            plain_int32_file("kind", kinds.column(0).to_numpy(), [g.num_rows for g in parts.row_groups], plain)
+        later.append((parts, {1: (ParquetParts(kind_file), 0)}))
         expected.append(part.set_column(1, SCHEMA.field("kind"), kinds.column(0)))
     data = splice(ParquetParts(encode(first, first_group, **options)), later)
 
@@ -74,6 +84,23 @@ def test_a_spliced_file_reads_as_its_parts_with_the_replaced_columns(seed, first
         stats = meta.row_group(i).column(0).statistics
         assert (stats.min, stats.max) == (position, position + group.num_rows - 1)
         position += group.num_rows
+
+
+@pytest.mark.parametrize("codec", sorted(PLAIN_COLUMN_CODECS))
+def test_a_plain_int32_file_reads_as_its_values_in_its_row_groups(codec):
+    values = np.random.default_rng(3).integers(-2**31, 2**31, 1000).astype(np.int64)
+    values[:300] = 2   # a run, as a changelog's kinds have
+    data = plain_int32_file("v", values, [0, 400, 600], codec)
+    meta = pq.read_metadata(pa.BufferReader(data))
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [0, 400, 600]
+    column = meta.row_group(2).column(0)
+    assert (column.physical_type, column.compression, column.is_stats_set) == \
+        ("INT32", {"none": "UNCOMPRESSED"}.get(codec, codec.upper()), False)
+    got = pq.read_table(pa.BufferReader(data))
+    assert got.schema == pa.schema([pa.field("v", pa.int32(), nullable=False)])
+    assert got.column(0).to_pylist() == values.tolist()
+    with pytest.raises(ValueError, match="1000 values in row groups of 999 rows"):
+        plain_int32_file("v", values, [999], codec)
 
 
 def test_offsets_that_grow_past_a_varint_byte_are_written_longer():

@@ -41,7 +41,7 @@ from ..data_file import (
 from ..deletion_vectors_index import DeletionVectors
 from ..key_reads import read_rows_of_keys
 from ..manifest import FILE_SOURCE_COMPACT, DataFileMeta
-from ..parquet_splice import ParquetParts, SpliceError, splice
+from ..parquet_splice import PLAIN_COLUMN_CODECS, ParquetParts, SpliceError, plain_int32_file, splice
 from ..read import fill_partition, read_files, version_schema
 from ..scan import Split, vector_split
 from ..schema import SEQUENCE_NUMBER, VALUE_KIND
@@ -147,24 +147,29 @@ def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.
 
     The -U rows come first, as a row group of their own: each key's -U still comes before its +U, as Paimon's
     readers replay them. The +I/+U rows are the data file's rows: their encoded columns are copied from it
-    (parquet_splice.py), only their kinds are encoded again, and the data file's statistics are merged into the
-    changelog's, not computed again: encoding and describing those rows was most of a lookup write's cost."""
+    (parquet_splice.py), only their kinds are encoded again (plain, by `plain_int32_file` where the codec allows),
+    and the data file's statistics are merged into the changelog's, not computed again: encoding and describing
+    those rows was most of a lookup write's cost."""
     schema = table.schema()
     options = table.core_options
     former = values_only(before.select(after.column_names))
     retract = pa.array(np.full(former.num_rows, UPDATE_BEFORE, dtype=np.int8))
-    kinds = pa.array(after_kinds(table, former, after))
+    kinds = after_kinds(table, former, after)
     compression = options.changelog_file_compression
     # The -U row group and the kinds' chunk keep no Parquet statistics: a reader filtering the changelog reads
     # them rather than skip them, and their min/max were over a quarter of their encoding (the manifest's
     # description is computed apart).
     first = encode_parquet(kv_file_table(schema, former, former.column(SEQUENCE_NUMBER), retract), compression,
                            kv_unique_columns(schema), dictionary, statistics=False)
-    kind_field = kv_file_schema(schema).field(VALUE_KIND)
-    kind_file = encode_parquet(pa.Table.from_arrays([kinds], schema=pa.schema([kind_field])), compression, (),
-                               dictionary, statistics=False)
+    rows = ParquetParts(data_file.data)
+    if compression in PLAIN_COLUMN_CODECS:
+        kind_file = plain_int32_file(VALUE_KIND, kinds, [g.num_rows for g in rows.row_groups], compression)
+    else:
+        kind_field = kv_file_schema(schema).field(VALUE_KIND)
+        kind_file = encode_parquet(pa.Table.from_arrays([pa.array(kinds)], schema=pa.schema([kind_field])),
+                                   compression, (), dictionary, statistics=False)
     column = len(schema.trimmed_primary_keys) + 1    # _VALUE_KIND's place in the file
-    data = splice(ParquetParts(first), [(ParquetParts(data_file.data), {column: (ParquetParts(kind_file), 0)})])
+    data = splice(ParquetParts(first), [(rows, {column: (ParquetParts(kind_file), 0)})])
     name = new_data_file_name(options.changelog_file_prefix)
     write_encoded(table.io, f"{table.bucket_dir(partition, bucket)}/{name}", data)
     # (the data file's rows are all values, as here: its count of retractions, 0, stays right)
