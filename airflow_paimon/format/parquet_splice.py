@@ -375,7 +375,7 @@ def splice(first: ParquetParts, later: list[tuple[ParquetParts, dict[int, tuple[
     return b"".join([*bodies, footer, len(footer).to_bytes(4, "little"), _MAGIC])
 
 
-def _i(fid_delta: int, kind: int, value: int) -> bytes:
+def _int_field(fid_delta: int, kind: int, value: int) -> bytes:
     """A field (its id `fid_delta` above the previous one) of an integer type, zigzag-encoded."""
     return bytes([(fid_delta << 4) | kind]) + _encode_long(value)
 
@@ -388,14 +388,15 @@ def _string(value: str) -> bytes:
 def _column_chunk(name: str, codec: int, num_values: int, uncompressed: int, compressed: int,
                   page_offset: int) -> _Chunk:
     """The ColumnChunk struct of one plain-encoded INT32 column chunk starting at `page_offset`."""
-    out = bytearray(_i(2, _I64, 0))           # file_offset: unset, as parquet-cpp writes it
+    out = bytearray(_int_field(2, _I64, 0))   # file_offset: unset, as parquet-cpp writes it
     out.append(0x10 | _STRUCT)                # meta_data (field 3)
-    out += _i(1, _I32, _INT32)
+    out += _int_field(1, _I32, _INT32)
     out += bytes([0x10 | _LIST, 0x20 | _I32]) + _encode_long(_PLAIN) + _encode_long(_RLE)
     out += bytes([0x10 | _LIST, 0x10 | _BINARY]) + _string(name)
-    out += _i(1, _I32, codec) + _i(1, _I64, num_values) + _i(1, _I64, uncompressed) + _i(1, _I64, compressed)
+    out += _int_field(1, _I32, codec) + _int_field(1, _I64, num_values)
+    out += _int_field(1, _I64, uncompressed) + _int_field(1, _I64, compressed)
     offset_at = len(out) + 1
-    out += _i(2, _I64, page_offset)           # data_page_offset (field 9)
+    out += _int_field(2, _I64, page_offset)   # data_page_offset (field 9)
     out += bytes([_STOP, _STOP])
     data = bytes(out)
     return _Chunk(data, 0, len(data), [(offset_at, len(data) - 2)], compressed, uncompressed)
@@ -413,9 +414,11 @@ def plain_int32_file(name: str, values: np.ndarray, group_rows: Sequence[int], c
         raw = np.ascontiguousarray(values[start:start + rows], dtype="<i4").tobytes()
         start += rows
         page = compressor.compress(raw, asbytes=True) if compressor is not None else raw
-        header = bytearray(_i(1, _I32, _DATA_PAGE) + _i(1, _I32, len(raw)) + _i(1, _I32, len(page)))
-        header.append(0x20 | _STRUCT)          # data_page_header (field 5)
-        header += _i(1, _I32, rows) + _i(1, _I32, _PLAIN) + _i(1, _I32, _RLE) + _i(1, _I32, _RLE)
+        header = bytearray(_int_field(1, _I32, _DATA_PAGE) + _int_field(1, _I32, len(raw)))
+        header += _int_field(1, _I32, len(page))
+        header.append(0x20 | _STRUCT)   # data_page_header (field 5)
+        header += _int_field(1, _I32, rows) + _int_field(1, _I32, _PLAIN)
+        header += _int_field(1, _I32, _RLE) + _int_field(1, _I32, _RLE)   # the levels' encodings (none here)
         header += bytes([_STOP, _STOP])
         offset = len(body)
         body += header + page
@@ -423,14 +426,14 @@ def plain_int32_file(name: str, values: np.ndarray, group_rows: Sequence[int], c
         groups.append(_Moved([(chunk, 0)], rows, offset, False))
     if start != len(values):
         raise ValueError(f"{len(values)} values in row groups of {sum(group_rows)} rows")
-    footer = bytearray(_i(1, _I32, 1))      # version
-    footer.append(0x10 | _LIST)            # schema: the root, then the column
+    footer = bytearray(_int_field(1, _I32, 1))   # version
+    footer.append(0x10 | _LIST)                  # schema: the root, then the column
     footer += _list_of_structs(2)
-    footer += bytes([0x40 | _BINARY]) + _string("schema") + _i(1, _I32, 1) + bytes([_STOP])
-    footer += _i(1, _I32, _INT32) + _i(2, _I32, _REQUIRED) + bytes([0x10 | _BINARY]) + _string(name)
+    footer += bytes([0x40 | _BINARY]) + _string("schema") + _int_field(1, _I32, 1) + bytes([_STOP])
+    footer += _int_field(1, _I32, _INT32) + _int_field(2, _I32, _REQUIRED) + bytes([0x10 | _BINARY]) + _string(name)
     footer.append(_STOP)
-    footer += _i(1, _I64, len(values))     # num_rows
-    footer.append(0x10 | _LIST)            # row_groups
+    footer += _int_field(1, _I64, len(values))   # num_rows
+    footer.append(0x10 | _LIST)                  # row_groups
     footer += _list_of_structs(len(groups))
     for ordinal, group in enumerate(groups):
         footer += _row_group_bytes(group, ordinal)
