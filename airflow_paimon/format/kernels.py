@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrow_tables import no_rows
 from .errors import DuplicateKeyError
 
 __all__ = ["CHANGE_COLUMN", "SortedIntegers", "ascending_integers", "null_safe_equal", "semi_join", "equal_runs",
@@ -227,5 +228,5 @@ def diff_rows(before: pa.Table, after: pa.Table, keys: Sequence[str], change_col
     if only_a.any():
         parts.append(_changes(before.take(pa.array(ia_np[only_a])), "-D", change_column))
     if not parts:
-        return after.schema.empty_table().append_column(change_column, pa.array([], pa.string()))
+        return no_rows(after.schema).append_column(change_column, pa.chunked_array([], pa.string()))
     return pa.concat_tables(parts)

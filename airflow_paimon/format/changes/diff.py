@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from ..arrow_tables import conformed
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..kernels import ascending_integers, null_safe_equal
 from ..key_reads import read_rows_of_keys
@@ -174,7 +175,7 @@ def compare(start: pa.Table, end: pa.Table, keys: list[str]) -> tuple[pa.Table, 
     take = np.concatenate([gone, pre_post, new + offset])
     kinds = np.concatenate([np.full(len(gone), DELETE), np.tile([UPDATE_BEFORE, UPDATE_AFTER], len(bl)),
                             np.full(len(new), INSERT)]).astype(np.int8)
-    both_tables = pa.concat_tables([start, end.select(start.column_names).cast(start.schema)])
+    both_tables = pa.concat_tables([start, conformed(end.select(start.column_names), start.schema)])
     return both_tables.take(pa.array(take)), kinds
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_tables import conformed
 from ..data_file import INSERT
 from ..evolution import DataFileReader, file_columns
 from ..manifest import DataFileMeta
@@ -92,4 +93,4 @@ def change_batch(source: "Table", data: pa.Table, kinds: np.ndarray, version: in
         pa.timestamp("ms", tz="UTC")))
     if filter is not None and n:
         table = table.filter(filter)
-    return table.select(schema.names).cast(schema)
+    return conformed(table.select(schema.names), schema)
