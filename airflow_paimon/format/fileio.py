@@ -58,7 +58,10 @@ class FileIO:
         if "://" in warehouse and not warehouse.startswith("file://"):
             scheme, bucket, _ = split_uri(warehouse)
             if scheme in ("s3", "s3a", "s3n", "oss"):
-                self.fs: pafs.FileSystem = pafs.S3FileSystem(**s3_filesystem_arguments(options, scheme))
+                # Delayed open: a file that fits in one part is one PUT when the stream closes, not the three
+                # requests of a multipart upload (an error to open it is then raised by a write or the close).
+                arguments = {**s3_filesystem_arguments(options, scheme), "allow_delayed_open": True}
+                self.fs: pafs.FileSystem = pafs.S3FileSystem(**arguments)
             elif scheme in ("gs", "gcs"):
                 self.fs = pafs.GcsFileSystem(**gcs_settings(options).pyarrow_arguments())
             elif scheme in ("abfs", "abfss", "az"):
@@ -95,6 +98,14 @@ class FileIO:
     def exists(self, path: str) -> bool:
         """A file or a directory (on object stores: a prefix) at `path`."""
         return self.fs.get_file_info(self._p(path)).type != pafs.FileType.NotFound
+
+    def is_file(self, path: str) -> bool:
+        """A file at `path`. On an object store one HEAD: `exists` also lists the prefix when no object has the
+        name (a "directory"), a second request each time a writer checks that the next snapshot is still free."""
+        if self._object_store:
+            uri = self._uri(path)
+            return self._store(uri).exists(uri)
+        return self.fs.get_file_info(self._p(path)).type == pafs.FileType.File
 
     def read_bytes(self, path: str) -> bytes:
         if self._object_store:  # one GET, where pyarrow's input stream asks for the size first

@@ -331,6 +331,10 @@ def avro_codec(compression: str) -> str:
             "none": "null", "null": "null"}.get(compression, "zstandard")
 
 
+LISTS_KEPT = 16
+"""Manifest lists a `ManifestIO` keeps once read (a snapshot has three)."""
+
+
 class ManifestIO:
     """Reads and writes the manifest directory of one table; manifests are immutable once written."""
 
@@ -340,6 +344,13 @@ class ManifestIO:
         self.codec = avro_codec(compression)
         self._prefix = uuid.uuid4()
         self._counter = 0
+        # Manifest lists read, by name (a name is never reused, a list never changes): a write reads its base's
+        # lists and its commit reads the latest's, the same ones unless another writer committed in between. On
+        # an object store each is a request saved.
+        self._lists: dict[str, tuple[ManifestFileMeta, ...]] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_lists": {}}
 
     def path(self, name: str) -> str:
         return f"{self.dir}/{name}"
@@ -391,7 +402,13 @@ class ManifestIO:
 
     # ---- manifest lists --------------------------------------------------------------------------
     def read_list(self, list_name: str) -> list[ManifestFileMeta]:
-        return [ManifestFileMeta.from_avro(r) for r in self.read_records(list_name, "manifest list")]
+        metas = self._lists.get(list_name)
+        if metas is None:
+            metas = tuple(ManifestFileMeta.from_avro(r) for r in self.read_records(list_name, "manifest list"))
+            if len(self._lists) >= LISTS_KEPT:
+                self._lists = {}   # (a new dict, not one emptied under a thread reading it)
+            self._lists[list_name] = metas
+        return list(metas)
 
     def changelog_entries(self, snapshot: "Snapshot") -> list[ManifestEntry]:
         """The changelog files `snapshot` produced (ADD entries read through its `changelogManifestList`), in

@@ -149,6 +149,14 @@ class ConditionalStore:
         except NotFoundError:
             raise FileNotFoundError(uri) from None
 
+    def exists(self, uri: str) -> bool:
+        """One HEAD: whether an object has this name."""
+        try:
+            obstore.head(self.store, self._key(uri))
+        except (NotFoundError, FileNotFoundError):
+            return False
+        return True
+
     def write(self, uri: str, data: bytes) -> None:
         """One PUT: an object appears whole or not at all, so no temporary name is needed."""
         obstore.put(self.store, self._key(uri), data)

@@ -115,7 +115,7 @@ class SnapshotManager:
         return f"{self.dir}/snapshot-{snapshot_id}"
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.io.exists(self.path(snapshot_id))
+        return self.io.is_file(self.path(snapshot_id))
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         cached = self._cache.get(snapshot_id)
