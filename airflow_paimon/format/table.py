@@ -402,7 +402,7 @@ class Table:
                     raise
                 time.sleep(backoff(attempt))
                 continue
-            if not self.core_options.write_only and full_compaction_due(self, self.latest_snapshot()):
+            if not self.core_options.write_only and full_compaction_due(self):
                 return self.maintenance.compact(commit_user=commit_user) or landed
             return landed
 

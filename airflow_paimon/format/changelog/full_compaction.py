@@ -74,14 +74,16 @@ def write_compaction_changelog(table: "Table", partition: tuple, bucket: int, ro
     return write_changelog(table, partition, bucket, compaction_changelog(table, rows, top), FILE_SOURCE_COMPACT)
 
 
-def full_compaction_due(table: "Table", latest: "Snapshot | None") -> bool:
+def full_compaction_due(table: "Table") -> bool:
     """Whether `full-compaction.delta-commits` delta (APPEND) commits have landed since the last COMPACT
-    snapshot: the library's equivalent of Paimon's writer-side trigger for streaming writes."""
+    snapshot: the library's equivalent of Paimon's writer-side trigger for streaming writes. Asked after every
+    write, so the latest snapshot is looked up only on a table that sets the option (on an object store, four
+    requests)."""
     every = table.core_options.full_compaction_delta_commits
-    if every is None or latest is None or table.core_options.changelog_producer != "full-compaction":
+    if every is None or table.core_options.changelog_producer != "full-compaction":
         return False
     count = 0
-    snap: Snapshot | None = latest
+    snap: Snapshot | None = table.latest_snapshot()
     while snap is not None and snap.commit_kind != "COMPACT":
         if snap.commit_kind == "APPEND":
             count += 1
