@@ -163,7 +163,7 @@ class FileIO:
             return self._check_then_write(path, data)
 
     def _check_then_write(self, path: str, data: bytes) -> bool:
-        if self.exists(path):
+        if self.is_file(path):
             return False
         self.write_bytes(path, data)
         return True

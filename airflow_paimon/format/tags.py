@@ -65,7 +65,7 @@ class TagManager:
                                    "backup, or delete that file to drop the tag") from None
 
     def exists(self, name: str) -> bool:
-        return self._fits(existing_tag_name(name)) and self.io.exists(self.path(name))
+        return self._fits(existing_tag_name(name)) and self.io.is_file(self.path(name))
 
     def get(self, name: str) -> Tag:
         try:

@@ -67,7 +67,7 @@ def _snapshot(table: "Table", sid: int, mode: str, start: Bound, end: Bound) -> 
         pass
     if mode == "changelog":
         path = f"{table.path}/changelog/changelog-{sid}"
-        if table.io.exists(path):
+        if table.io.is_file(path):
             return read_snapshot_file(table.io, path, "changelog")
     raise SnapshotExpiredError(f"snapshot {sid} of {table.identifier}, inside the range {_range_text(start, end)}, "
                                f"expired, so mode {mode!r} cannot read its changes; {_diff_hint(start, end)}")

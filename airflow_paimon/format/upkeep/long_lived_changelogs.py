@@ -41,11 +41,11 @@ class LongLivedChangelogs:
         A changelog of that id already there (an earlier run stopped after writing it) is left as it is.
         Beyond Paimon, the first changelog also gets an EARLIEST hint: pypaimon's ChangelogManager reads only
         the hint, where Paimon falls back to listing the directory (also when the hint names a changelog gone)."""
-        if not self.io.exists(self.path(changelog_id)):
+        if not self.io.is_file(self.path(changelog_id)):
             self.io.create_exclusive(self.path(changelog_id), self.io.read_text(snapshot_path).encode())
         self.latest_hint(changelog_id)
         earliest = self.hint("EARLIEST")
-        if earliest is None or not self.io.exists(self.path(earliest)):
+        if earliest is None or not self.io.is_file(self.path(earliest)):
             self.earliest_hint(changelog_id)
 
     def hint(self, name: str) -> int | None:

@@ -87,5 +87,5 @@ def root_still_exists(table: "Table", root: Root) -> bool:
     if root.kind == "snapshot":
         return table.snapshot_manager.exists(int(root.name))
     if root.kind == "tag":
-        return table.io.exists(f"{table.path}/tag/tag-{root.name}")
-    return table.io.exists(f"{table.path}/changelog/changelog-{root.name}")
+        return table.io.is_file(f"{table.path}/tag/tag-{root.name}")
+    return table.io.is_file(f"{table.path}/changelog/changelog-{root.name}")
