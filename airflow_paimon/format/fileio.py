@@ -41,6 +41,10 @@ class FileInfo:
     mtime_ms: int
 
 
+LISTING_ATTEMPTS = 5
+"""Listings of one directory tried before a vanishing entry is reported (`FileIO.list_dir`)."""
+
+
 class FileIO:
     """Paths are plain strings: absolute local paths, or `scheme://bucket/key` for remote filesystems."""
 
@@ -243,9 +247,18 @@ class FileIO:
                 pass
 
     def list_dir(self, path: str) -> list[FileInfo]:
-        """Direct children that are files; an absent directory is empty."""
+        """Direct children that are files; an absent directory is empty. A local listing fails when an entry
+        goes away while it is listed (another writer's temporary file, renamed or removed at that moment, as a
+        fresh table's first writers do): it is then listed again, as it stands a moment later."""
         sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=False)
-        return [self._info(i) for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File]
+        for attempt in range(LISTING_ATTEMPTS):
+            try:
+                infos = self.fs.get_file_info(sel)
+                break
+            except FileNotFoundError:
+                if attempt + 1 == LISTING_ATTEMPTS:
+                    raise
+        return [self._info(i) for i in infos if i.type == pafs.FileType.File]
 
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every file below `path`."""
