@@ -42,7 +42,7 @@ class FileInfo:
 
 
 LISTING_ATTEMPTS = 5
-"""Listings of one directory tried before a vanishing entry is reported (`FileIO.list_dir`)."""
+"""Listings of one folder tried before an entry going away while listed is reported (`FileIO._listing`)."""
 
 
 class FileIO:
@@ -246,24 +246,25 @@ class FileIO:
             except OSError:
                 pass
 
-    def list_dir(self, path: str) -> list[FileInfo]:
-        """Direct children that are files; an absent directory is empty. A local listing fails when an entry
-        goes away while it is listed (another writer's temporary file, renamed or removed at that moment, as a
-        fresh table's first writers do): it is then listed again, as it stands a moment later."""
-        sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=False)
-        for attempt in range(LISTING_ATTEMPTS):
+    def _listing(self, path: str, recursive: bool) -> list[pafs.FileInfo]:
+        """What is in the folder `path` (nothing when it is absent). A local listing fails when an entry goes
+        away while it is listed (another writer's temporary file, renamed or removed at that moment, as a fresh
+        table's first writers do): the folder is then listed again, as it stands a moment later."""
+        sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=recursive)
+        for _ in range(1, LISTING_ATTEMPTS):
             try:
-                infos = self.fs.get_file_info(sel)
-                break
+                return self.fs.get_file_info(sel)
             except FileNotFoundError:
-                if attempt + 1 == LISTING_ATTEMPTS:
-                    raise
-        return [self._info(i) for i in infos if i.type == pafs.FileType.File]
+                continue
+        return self.fs.get_file_info(sel)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Direct children that are files; an absent directory is empty."""
+        return [self._info(i) for i in self._listing(path, False) if i.type == pafs.FileType.File]
 
     def walk(self, path: str) -> Iterator[FileInfo]:
         """Every file below `path`."""
-        sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=True)
-        for i in self.fs.get_file_info(sel):
+        for i in self._listing(path, True):
             if i.type == pafs.FileType.File:
                 yield self._info(i)
 
@@ -271,8 +272,7 @@ class FileIO:
         if self._object_store:
             uri = self._uri(path)
             return self._store(uri).subdirs(uri)
-        sel = pafs.FileSelector(self._p(path), allow_not_found=True, recursive=False)
-        return [i.base_name for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.Directory]
+        return [i.base_name for i in self._listing(path, False) if i.type == pafs.FileType.Directory]
 
     def make_parent(self, path: str) -> None:
         """Create the folder a file is about to be streamed into. Nothing on an object store, where a key needs
