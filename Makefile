@@ -14,8 +14,11 @@ $(BIN)/python:
 
 # Bytecode is compiled at install, as pip does: otherwise every Airflow task, CLI call and Spark application
 # compiles its imports again wherever the cache cannot be written (PYTHONDONTWRITEBYTECODE, read-only images).
+# pyspark is published only as a source archive: uv builds it at every install and keeps each build (1.4 GB of
+# sources and wheel) as a new revision in its cache, so the cache is pruned of the revisions no install can reach.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/uv pip install --python $(BIN)/python --quiet --compile-bytecode -e ".[test]"
+	$(BIN)/uv cache prune --quiet
 	touch $(STAMP)
 
 # Azurite, the Azure Storage emulator the object-store tests run against (npm's `azurite`, in the git-ignored
