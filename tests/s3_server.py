@@ -1,6 +1,9 @@
 """A real S3-compatible server for the tests: moto's server mode on 127.0.0.1, one per test session.
 
-moto honours ``If-None-Match: *`` and ``If-Match`` on PUT, the conditional writes the library's commits rest on.
+moto honours ``If-None-Match: *`` and ``If-Match`` on PUT, the conditional writes the library's commits rest on,
+but not atomically: it checks the condition, then stores the object, and its threaded server lets two racing
+creates of one key both pass the check (both answered 200, the later object replacing the earlier). S3 decides
+each conditional write atomically; this server does once its PUTs are serialised (`_atomic_puts`).
 Each test gets a bucket of its own, so tests never see each other's tables.
 """
 
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,9 +53,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _atomic_puts() -> None:
+    """Serialise moto's PUT object handler, so that its check of a write's condition and the write are one step."""
+    from moto.s3.responses import S3Response
+
+    if getattr(S3Response.put_object, "serialised", False):
+        return
+    original = S3Response.put_object
+    lock = threading.Lock()
+
+    def put_object(self: S3Response) -> object:
+        with lock:
+            return original(self)
+
+    put_object.serialised = True  # type: ignore[attr-defined]
+    S3Response.put_object = put_object  # type: ignore[method-assign,assignment]
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     from moto.server import ThreadedMotoServer
+
+    _atomic_puts()
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     port = free_port()
