@@ -1,9 +1,10 @@
 """The merge, compaction and orphan-cleanup applications on a Spark standalone cluster (a master and two workers,
 each with a Python that lacks ``airflow_paimon``), submitted by the operators under real Airflow (``dag.test()``):
 the tables equal what ``local[2]`` makes of the same inputs, every application ran tasks on both workers, and
-pypaimon reads the result. The warehouse is a local folder, then a bucket on the local S3 server, where the
-executors write the data files and the driver commits with conditional writes. Last, executors on both workers
-race single-row commits to one table on the S3 server."""
+pypaimon reads the result. The cluster's warehouse is a local folder, then a bucket on the local S3 server, where
+the executors write the data files and the driver commits with conditional writes; both are compared with one
+``local[2]`` run on a local folder (a table's snapshots hold the same rows on any store). Last, executors on both
+workers race single-row commits to one table on the S3 server."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from tests.airflow.test_argument_checks import parse_folder
 from tests.cluster.eventlog import read_event_logs
 from tests.interop.test_format_interop import canonical, pypaimon_reads
 
-# Seven spark-submits, each starting a JVM: 18 minutes measured (with six) on a 2-core machine busy with other jobs.
+# Ten spark-submits, each starting a JVM: 18 minutes measured (with six) on a 2-core machine busy with other jobs.
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.airflow, pytest.mark.interop,
               pytest.mark.timeout(2700)]
 
@@ -63,7 +64,8 @@ DAG_FILE = textwrap.dedent(
             merge >> compact >> orphans
         return dag
 
-    on_cluster = upkeep("upkeep_on_cluster", "spark_cluster", "paimon_cluster")
+    on_cluster_file = upkeep("upkeep_on_cluster_file", "spark_cluster", "paimon_cluster_file")
+    on_cluster_s3 = upkeep("upkeep_on_cluster_s3", "spark_cluster", "paimon_cluster_s3")
     on_local = upkeep("upkeep_on_local", "spark_local", "paimon_local")
     """
 )
@@ -71,26 +73,23 @@ DAG_FILE = textwrap.dedent(
 
 @dataclass(frozen=True)
 class Store:
-    """Where the test's two warehouses live (one for the cluster's run, one for local[2]), with the catalog
-    options that open them and the orphan cleanup's ``older_than`` that makes the planted stray file eligible."""
+    """Where one run's warehouse lives, with the catalog options that open it and the orphan cleanup's
+    ``older_than`` that makes the planted stray file eligible."""
 
-    warehouses: dict[str, str]
+    warehouse: str
     options: dict[str, str]
     older_than: str
 
 
-@pytest.fixture(params=["file", pytest.param("s3", marks=pytest.mark.objectstore)])
-def store(request, tmp_path) -> Store:
-    """The store of the test's warehouses. "file": local folders that every process of the cluster shares;
-    "s3": buckets on the local S3 server, reached by the driver and both workers' executors with the connection's
-    options alone (the cluster's processes started without any AWS variables). An object store dates an object at
-    its upload and cannot backdate it, so there the stray file is made eligible with an ``older_than`` in the
-    future."""
-    if request.param == "file":
-        return Store({name: str(tmp_path / name) for name in ("cluster", "local")}, {}, "1 d")
-    server = request.getfixturevalue("s3_server")
-    return Store({name: f"s3://{server.new_bucket()}/warehouse" for name in ("cluster", "local")}, server.options(),
-                 "2100-01-01T00:00:00+00:00")
+def stores(tmp_path: Path, s3_server) -> dict[str, Store]:
+    """The warehouse of each run. "local" (local[2]) and "cluster_file": local folders that every process of the
+    cluster shares; "cluster_s3": a bucket on the local S3 server, reached by the driver and both workers'
+    executors with the connection's options alone (the cluster's processes started without any AWS variables).
+    An object store dates an object at its upload and cannot backdate it, so there the stray file is made
+    eligible with an ``older_than`` in the future."""
+    on_disk = {name: Store(str(tmp_path / name), {}, "1 d") for name in ("local", "cluster_file")}
+    return {**on_disk, "cluster_s3": Store(f"s3://{s3_server.new_bucket()}/warehouse", s3_server.options(),
+                                           "2100-01-01T00:00:00+00:00")}
 
 
 def history_table(warehouse: str, options: dict[str, str]):
@@ -142,16 +141,17 @@ def snapshots_read(warehouse: str, options: dict[str, str]) -> list[tuple[str, l
     return [(s.commit_kind, canonical(table.read(snapshot_id=s.id), ["id"])) for s in table.snapshots()]
 
 
-def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, store, tmp_path, monkeypatch):
-    warehouses = store.warehouses
+@pytest.mark.objectstore
+def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, s3_server, airflow_db, tmp_path, monkeypatch):
+    runs = stores(tmp_path, s3_server)
     secrets = {"s3.access-key", "s3.secret-key"}
-    for name, warehouse in warehouses.items():
-        extra = {"warehouse": warehouse, **{k: v for k, v in store.options.items() if k not in secrets}}
+    for name, store in runs.items():
+        extra = {"warehouse": store.warehouse, **{k: v for k, v in store.options.items() if k not in secrets}}
         connection = {"conn_type": "paimon", "extra": extra}
         if store.options:   # the keys as a user keeps them: login and password
             connection.update(login=store.options["s3.access-key"], password=store.options["s3.secret-key"])
         monkeypatch.setenv(f"AIRFLOW_CONN_PAIMON_{name.upper()}", json.dumps(connection))
-        history_table(warehouse, store.options)
+        history_table(store.warehouse, store.options)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps(
         {"conn_type": "spark", "host": "spark://127.0.0.1", "port": spark_cluster.port}))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_LOCAL", json.dumps({"conn_type": "spark", "host": "local[2]"}))
@@ -164,38 +164,41 @@ def test_upkeep_on_a_standalone_cluster_equals_local(spark_cluster, airflow_db, 
     source = increment(tmp_path / "incoming")
 
     results = {}
-    for name in warehouses:
+    for name, store in runs.items():
         events = tmp_path / f"events-{name}"
         events.mkdir()
         results[name] = run(dags[f"upkeep_on_{name}"], {"source": source, "event_log": str(events),
                                                          "older_than": store.older_than})
-
     for name, (state, tasks, _) in results.items():
         assert state == "success", (name, tasks)
-    cluster, local = results["cluster"][2], results["local"][2]
-    assert cluster["merge"]["status"] == local["merge"]["status"] == "committed"
-    assert cluster["compact"]["status"] == local["compact"]["status"] == "committed"
-    assert cluster["orphans"]["files_deleted"] == local["orphans"]["files_deleted"] == 1
-    # The same tables, snapshot by snapshot: two writes, the merge, the compaction.
-    ours = snapshots_read(warehouses["cluster"], store.options)
-    assert [kind for kind, _ in ours] == ["APPEND", "APPEND", "APPEND", "COMPACT"]
-    assert ours == snapshots_read(warehouses["local"], store.options)
-    latest = {r["id"]: r for r in ours[-1][1]}
+    local = snapshots_read(runs["local"].warehouse, {})
+    assert [kind for kind, _ in local] == ["APPEND", "APPEND", "APPEND", "COMPACT"]   # two writes, merge, compaction
+    latest = {r["id"]: r for r in local[-1][1]}
     assert sorted(latest) == [*range(50), *range(55, 70)] and latest[3]["customer"] == "c3-new"
-
-    # Every application ran on the cluster, with tasks on both workers' executors and none failed.
     workers = {w.webui_port for w in spark_cluster.workers}
-    apps = read_event_logs(tmp_path / "events-cluster")
-    assert sorted(a.name for a in apps) == [f"paimon-{app}-{TABLE}" for app in ("compact", "merge", "remove-orphans")]
-    for app in apps:
-        assert set(app.succeeded) == workers and not app.failed, app
     completed = {a["name"] for a in spark_cluster.master_state()["completedapps"]}
-    assert {a.name for a in apps} <= completed
 
-    # pypaimon reads every snapshot the cluster wrote as the library does.
-    reads = pypaimon_reads(warehouses["cluster"], TABLE, [{"snapshot": s} for s in range(1, len(ours) + 1)],
-                           tmp_path / "pypaimon", store.options)
-    assert [canonical(t.select(SCHEMA.names), ["id"]) for t in reads] == [rows for _, rows in ours]
+    for name in ("cluster_file", "cluster_s3"):
+        store, ours = runs[name], results[name][2]
+        for task in ("merge", "compact"):
+            assert ours[task]["status"] == results["local"][2][task]["status"] == "committed", (name, task)
+        assert ours["orphans"]["files_deleted"] == results["local"][2]["orphans"]["files_deleted"] == 1, name
+        # The same table, snapshot by snapshot.
+        snapshots = snapshots_read(store.warehouse, store.options)
+        assert snapshots == local, name
+
+        # Every application ran on the cluster, with tasks on both workers' executors and none failed.
+        apps = read_event_logs(tmp_path / f"events-{name}")
+        assert sorted(a.name for a in apps) == [f"paimon-{app}-{TABLE}" for app in ("compact", "merge",
+                                                                                     "remove-orphans")]
+        for app in apps:
+            assert set(app.succeeded) == workers and not app.failed, (name, app)
+        assert {a.name for a in apps} <= completed
+
+        # pypaimon reads every snapshot the cluster wrote as the library does.
+        reads = pypaimon_reads(store.warehouse, TABLE, [{"snapshot": s} for s in range(1, len(snapshots) + 1)],
+                               tmp_path / f"pypaimon-{name}", store.options)
+        assert [canonical(t.select(SCHEMA.names), ["id"]) for t in reads] == [rows for _, rows in snapshots], name
 
 
 RACERS, COMMITS_EACH = 2, 12
