@@ -11,7 +11,9 @@ The operator is a :class:`~airflow_paimon.operators.spark_submit.PaimonSparkSubm
 Exactly-once: the commit user is ``airflow:<dag_id>.<task_id>`` and the commit identifier a stable int64 hash
 of the dag id, task id, map index and the run's data interval, so a retry (or a backfill re-run) of a merge
 whose commit already landed does nothing. ``reapply=True`` merges again on purpose, under an identifier of
-the run and try (so a later run re-applying the same day merges again, and a retried try does not).
+the run and try (so a later run re-applying the same day merges again, and a retried try does not). A change
+feed's identifier is its range's (spark/merge/feed.py); under ``engine="auto"`` a feed whose commit already
+landed, or whose range is empty, is settled in the worker without submitting the application.
 
 No Airflow import is needed by the Spark side: the application only imports ``airflow_paimon.spark`` and
 ``airflow_paimon.format``.
@@ -175,6 +177,10 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
         from airflow_paimon.local_merge.choose import LocalMergeRefused, merge_here_or_refuse
 
         spec = self.build_spec(context)
+        if self.engine == "auto" and isinstance(spec["source"], Mapping) and FEED_KEY in spec["source"]:
+            settled = self._settled_feed(spec)
+            if settled is not None:
+                return settled
         ident = spec["commit_identifier"]
         if spec.get("reapply"):
             ident = reapply_identifier(ident, spec["reapply_token"])
@@ -194,6 +200,31 @@ class MergeIncrementalOperator(PaimonSparkSubmitOperator):
             return decision.result
         self.log.info("MERGE into %s on Spark: %s", spec["target"], decision.reason)
         return dict(super().execute(context), engine_reason=decision.reason)
+
+    def _settled_feed(self, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """A change-feed MERGE that reads no change (its range's commit already landed: a re-run of a merged day;
+        or the range is empty: a consumer with nothing new) finishes here, as its application would, without a
+        ``spark-submit``; None when the application must run."""
+        from airflow_paimon.format.errors import CommitConflictError
+        from airflow_paimon.spark.merge import MergeSpec
+        from airflow_paimon.spark.merge.feed import merge_settled_feed
+
+        paimon = self.paimon_hook()
+        try:
+            done = merge_settled_feed(MergeSpec.from_dict(dict(spec, warehouse=paimon.warehouse,
+                                                               options=dict(paimon.options))))
+        except CommitConflictError:
+            raise   # a consumer advanced meanwhile: a retry may succeed
+        except (PaimonError, ValueError) as exc:   # bad input, as the application reports it: not retried
+            raise task_failure(exc) from exc
+        if done is None:
+            return None
+        reason = "the change feed's commit already landed" if done["status"] == "already_committed" else \
+            "the change feed's range is empty"
+        self.log.info("MERGE into %s in the worker's process, as %s: %s (snapshot %s)", spec["target"], reason,
+                      done["status"], done.get("snapshot_id"))
+        keys = ("target", "commit_user", "commit_identifier", "status", "rows", "mode", "snapshot_id")
+        return {**{k: done[k] for k in keys if k in done}, "engine": "local", "engine_reason": reason}
 
     @staticmethod
     def _check_feed(source: Mapping[str, Any], rendered: bool) -> None:

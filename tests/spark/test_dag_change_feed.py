@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.format import Catalog
+from airflow_paimon.spark.merge.feed import FEED_PROPERTY
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
@@ -130,7 +131,7 @@ def table_rows(table) -> dict[int, str]:
     return {r["id"]: r["value"] for r in table.read().to_pylist()}
 
 
-@pytest.mark.timeout(3000)   # eight spark-submits
+@pytest.mark.timeout(3000)   # eight spark-submits, then two runs without any
 def test_three_days_of_merges_into_a_lookup_table_export_exactly_what_each_merge_changed(tmp_path):
     wh = str(tmp_path / "wh")
     cat = Catalog(wh)
@@ -155,7 +156,8 @@ def test_three_days_of_merges_into_a_lookup_table_export_exactly_what_each_merge
         states[day] = dict(state)
     exports = tmp_path / "exports"
 
-    results = run_days(airflow_env(tmp_path, wh, exports), tmp_path, list(DAYS))
+    env = airflow_env(tmp_path, wh, exports)
+    results = run_days(env, tmp_path, list(DAYS))
 
     model: dict[int, str] = {}
     previous = "2026-11-09"
@@ -176,3 +178,27 @@ def test_three_days_of_merges_into_a_lookup_table_export_exactly_what_each_merge
     propagated = [r["xcoms"]["propagate"] for r in results]
     assert [p["status"] for p in propagated] == ["committed"] * 4
     assert len({p["commit_identifier"] for p in propagated}) == 4
+
+    # Re-runs need no Spark: a merged day's commit is found (its consumer moved past what that commit applied, as
+    # after a kill between the commit and the advance) and a consumer with nothing new reads an empty range; both
+    # finish in the worker with the application's result (engine "local": the application would say "driver").
+    last = cdc.snapshot(results[-1]["xcoms"]["merge_day"]["snapshot_id"])
+    applied = json.loads(replica.latest_snapshot().properties[FEED_PROPERTY])
+    cdc.consumers.reset("replica", applied["start"] + 1)
+    snapshots = (len(cdc.snapshots()), len(replica.snapshots()))
+    again = run_days(env, tmp_path, ["2026-11-13", "2026-11-12"])
+    assert [r["state"] for r in again] == ["success", "success"], again
+    merges = [r["xcoms"]["merge_day"] for r in again]
+    assert [(m["status"], m["engine"]) for m in merges] == [("already_committed", "local")] * 2, merges
+    assert merges[0]["snapshot_id"] == last.id
+    assert merges[0]["engine_reason"] == "the change feed's commit already landed"
+    # 2026-11-13's propagate finds the commit of the range its consumer was moved back to, and moves it on again;
+    # then 2026-11-12's finds nothing new.
+    first, second = (r["xcoms"]["propagate"] for r in again)
+    assert (first["status"], first["engine"], first["snapshot_id"]) == \
+        ("already_committed", "local", replica.latest_snapshot().id), first
+    assert (second["status"], second["engine"], second["engine_reason"]) == \
+        ("no_changes", "local", "the change feed's range is empty"), second
+    assert cdc.consumers.get("replica") == applied["end"] + 1 == cdc.latest_snapshot().id + 1
+    assert (len(cdc.snapshots()), len(replica.snapshots())) == snapshots
+    assert table_rows(replica) == table_rows(cdc) == model

@@ -18,6 +18,7 @@ No pyspark imports: the driver path must not start the JVM side of the session.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -37,10 +38,11 @@ from airflow_paimon.format.snapshot import Snapshot
 from airflow_paimon.merge import FEED_KEY, normalize_on, parse_clauses
 
 from ..common import stable_int64
-from .result import Written
+from .result import MergeResult, Written
+from .spec import MergeSpec
 
 __all__ = ["FEED_KEY", "FEED_PROPERTY", "FeedRange", "is_change_feed", "open_feed", "reduce_feed", "feed_kinds",
-           "write_feed_in_driver"]
+           "write_feed_in_driver", "settled_feed_merge", "merge_settled_feed"]
 
 FEED_PROPERTY = "airflow-paimon.change-feed"
 """The snapshot property recording which range of which table a commit applied (JSON)."""
@@ -223,3 +225,45 @@ def recorded_end(snapshot: Snapshot, feed: FeedRange) -> int:
 
 def feed_written(snapshot: Snapshot | None, counts: Mapping[str, int]) -> Written:
     return Written(snapshot, dict(counts), "change_feed", engine="driver")
+
+
+def settled_feed_merge(spec: MergeSpec, table: Table, feed: FeedRange, started: float) -> MergeResult | None:
+    """The result of merging `feed` into `table` when it reads no change: the range's commit already landed (the
+    consumer is then moved past the end that commit applied, as a retry after a kill between the two needs), or
+    the range is empty (nothing is committed; the result names the unchanged latest snapshot). None when the
+    feed must be read."""
+    user = spec.commit_user
+    ident = feed.identifier(user) if user is not None else None
+    landed = earlier_landing(table, feed, user)
+    if landed is not None:
+        end = recorded_end(landed, feed)
+        position = feed.advance_past(end)
+        message = (f"the change feed of {feed.table.identifier} up to snapshot {end} is already in snapshot "
+                   f"{landed.id} of {table.identifier}; nothing to merge" +
+                   (f" (consumer {feed.consumer_id!r} now at {position})" if feed.consumer_id else ""))
+        print(message, flush=True)
+        return MergeResult.already_committed(table.identifier, user, ident, landed.id, message)
+    normalize_on(spec.on, table.primary_keys, table.schema().field_names)   # bad input fails either way
+    if feed.start != feed.end:
+        return None
+    tx = feed_transaction(table, feed, user)
+    feed.advance_past(feed.end)
+    return MergeResult.finished(table.identifier, user, ident, feed.describe(),
+                                feed_written(None, {"upserted": 0, "deleted": 0}), tx.base, started)
+
+
+def merge_settled_feed(spec: MergeSpec) -> dict[str, Any] | None:
+    """`settled_feed_merge` for a worker deciding whether a change-feed MERGE needs its Spark application at all
+    (a re-run of a day already merged, a consumer with nothing new): the application's result then, without a
+    ``spark-submit``; None when the application must run (it also gives the errors of a target that cannot
+    take the feed)."""
+    if not is_change_feed(spec.source) or spec.reapply:
+        return None
+    catalog = Catalog(spec.warehouse, spec.options)
+    table = catalog.get_table(spec.target)
+    if not table.is_primary_key or table.core_options.write_refusal:
+        return None
+    started = time.monotonic()
+    feed = open_feed(spec.source, catalog)
+    result = settled_feed_merge(spec, table, feed, started)
+    return None if result is None else result.to_dict()

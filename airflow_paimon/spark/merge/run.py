@@ -20,14 +20,13 @@ from ..common import reapply_identifier
 from ..schema_map import spark_schema
 from .driver_upsert import upsert_small_local_source
 from .feed import (
-    earlier_landing,
     feed_transaction,
     feed_written,
     is_change_feed,
     mirrors,
     open_feed,
-    recorded_end,
     reduce_feed,
+    settled_feed_merge,
     write_feed_in_driver,
 )
 from .general import general_merge
@@ -157,15 +156,9 @@ def _merge_feed(spark: SparkSession | Callable[[], SparkSession], spec: MergeSpe
     feed = open_feed(spec.source, catalog)
     user = spec.commit_user
     ident = feed.identifier(user) if user is not None else None
-    landed = earlier_landing(table, feed, user)
-    if landed is not None:
-        end = recorded_end(landed, feed)
-        position = feed.advance_past(end)
-        message = (f"the change feed of {feed.table.identifier} up to snapshot {end} is already in snapshot "
-                   f"{landed.id} of {table.identifier}; nothing to merge" +
-                   (f" (consumer {feed.consumer_id!r} now at {position})" if feed.consumer_id else ""))
-        print(message, flush=True)
-        return MergeResult.already_committed(table.identifier, user, ident, landed.id, message)
+    settled = settled_feed_merge(spec, table, feed, started)
+    if settled is not None:
+        return settled
     on = normalize_on(spec.on, table.primary_keys, table.schema().field_names)
     rows = reduce_feed(feed, on)
     info = feed.describe()
