@@ -19,6 +19,9 @@ pytestmark = pytest.mark.airflow
 
 @pytest.fixture
 def paimon_conn(monkeypatch, tmp_path):
+    # The spec folder a submission prepares (and removes once the job ran, which none does here) goes under the
+    # test's own folder, not the machine's temporary folder: it holds the connection's keys.
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     wh = str(tmp_path / "wh")
     monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps(
         {"conn_type": "paimon", "login": "AKIAX", "password": "s3cr3t", "extra": {"warehouse": wh}}))
