@@ -151,3 +151,48 @@ def test_a_feed_too_big_for_the_driver_merges_on_spark_with_the_targets_changelo
     assert sorted(zip(feed["id"].to_pylist(), feed["_change_type"].to_pylist())) == [
         (1, "insert"), (2, "delete"), (3, "update_postimage"), (3, "update_preimage"), (4, "insert"),
         (5, "insert")]
+
+
+def test_a_merge_that_reads_no_change_is_settled_without_the_application(warehouse):
+    """`merge_settled_feed` (what the operator asks the worker before submitting the application) gives the
+    application's own result where the merge reads no change, changes what the application would change (a
+    consumer moved past what the found commit applied), and leaves every other merge to the application."""
+    from airflow_paimon.merge import MergeClauseError
+    from airflow_paimon.spark.merge import MergeSpec
+    from airflow_paimon.spark.merge.feed import merge_settled_feed
+
+    src, dst = make_tables(warehouse, source_producer="input")
+    src.write(rows([1, 2], ["a", "b"], [1.0, 2.0]))
+    src.consumers.create("sync", 1)
+    source = {"change_feed": "db.src", "consumer_id": "sync"}
+
+    def settled(**extra):
+        return merge_settled_feed(MergeSpec.from_dict({"target": "db.dst", "warehouse": warehouse.warehouse,
+                                                       "source": source, "commit_user": "airflow:sync.merge",
+                                                       **extra}))
+
+    assert settled() is None and src.consumers.get("sync") == 1   # a range to read: the application's
+    first = merge(warehouse, source)
+    snapshots = len(dst.snapshots())
+    # Nothing new for the consumer: the application's `no_changes`, on the target's latest snapshot.
+    empty = settled()
+    applied = merge(warehouse, source)
+    assert empty["status"] == applied["status"] == "no_changes"
+    assert empty["snapshot_id"] == applied["snapshot_id"] == first["snapshot_id"]
+    assert empty["source"] == applied["source"] and empty["commit_identifier"] == applied["commit_identifier"]
+    # The consumer moved back, as by a kill between the commit and its advance: the commit is found and the
+    # consumer moved past what it applied again.
+    src.consumers.reset("sync", 1)
+    found = settled()
+    assert (found["status"], found["snapshot_id"]) == ("already_committed", first["snapshot_id"])
+    assert found["commit_identifier"] == first["commit_identifier"] and src.consumers.get("sync") == 2
+    assert len(dst.snapshots()) == snapshots
+    # Bad input fails as in the application, also where nothing is to be read; a re-application is refused there.
+    with pytest.raises(MergeClauseError):
+        settled(clauses=[{"when": "matched", "action": "explode"}])
+    with pytest.raises(MergeClauseError):
+        merge(warehouse, source, clauses=[{"when": "matched", "action": "explode"}])
+    assert settled(reapply=True) is None
+    src.write(rows([3], ["c"], [3.0]))
+    assert settled() is None and src.consumers.get("sync") == 2
+    assert len(dst.snapshots()) == snapshots

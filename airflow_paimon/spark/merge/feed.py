@@ -243,7 +243,9 @@ def settled_feed_merge(spec: MergeSpec, table: Table, feed: FeedRange, started: 
                    (f" (consumer {feed.consumer_id!r} now at {position})" if feed.consumer_id else ""))
         print(message, flush=True)
         return MergeResult.already_committed(table.identifier, user, ident, landed.id, message)
-    normalize_on(spec.on, table.primary_keys, table.schema().field_names)   # bad input fails either way
+    # Bad input fails either way: the key and the clauses are checked as a merge that reads checks them.
+    normalize_on(spec.on, table.primary_keys, table.schema().field_names)
+    mirrors(spec.clauses, spec.on, table)
     if feed.start != feed.end:
         return None
     tx = feed_transaction(table, feed, user)
