@@ -25,7 +25,8 @@ machine slows both sides of a ratio alike), the fastest run counting:
   before the first batch), against the range's size in Arrow.
 
 Not a test: prints one table of measurements and ratios, the targets beside them, then the two ratios with a
-target computed round by round instead (the median of each round's ratio: see `paired`).
+target computed round by round instead (the median of each round's ratio: see `paired`), and the processor time
+of the two upserts (every thread's): the work each does, whatever the cores share of it at the same moment.
 """
 
 from __future__ import annotations
@@ -84,18 +85,22 @@ def increment(n: int, size: int, seed: int = 1) -> pa.Table:
 
 
 def taking_turns(fns: dict[str, Callable[[], object]], rounds: int,
-                 setup: dict[str, Callable[[], object]] | None = None) -> dict[str, list[float]]:
+                 setup: dict[str, Callable[[], object]] | None = None,
+                 cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Seconds of each run of each function over `rounds` rounds, the functions taking turns within a round (each
     after its `setup`, untimed): a spell of a slower machine (other processes, the kernel writing back) then slows
-    runs of every function alike, not all the runs of one, and each ratio compares runs made side by side."""
+    runs of every function alike, not all the runs of one, and each ratio compares runs made side by side. With
+    `cpu`, the processor seconds of each run too (all the process's threads)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             if setup is not None and name in setup:
                 setup[name]()
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
+            if cpu is not None:
+                cpu.setdefault(name, []).append(time.process_time() - c0)
     return times
 
 
@@ -234,11 +239,13 @@ def main() -> None:
                    Upsert(work, "lookup", "lookup", hist, incr, buckets)]
         del hist
         upserts.append(Upsert(work, "lookup-small", "lookup", history(small), increment(small, size), buckets))
-        writes = taking_turns({u.name: u.write for u in upserts}, repeat, {u.name: u.fresh for u in upserts})
+        cpu: dict[str, list[float]] = {}
+        writes = taking_turns({u.name: u.write for u in upserts}, repeat, {u.name: u.fresh for u in upserts}, cpu)
         for u in upserts:
             u.check_and_drop()
         t_none, t_lookup, t_lookup_small = (min(writes[k][1:]) for k in ("none", "lookup", "lookup-small"))
         paired_lookup = paired(writes["lookup"][1:], writes["none"][1:])
+        cpu_none, cpu_lookup = (float(np.median(cpu[k][1:])) for k in ("none", "lookup"))
         paired_diff = paired(reads["diff"], reads["feed"])
         t_lookup_first = writes["lookup"][0]
     finally:
@@ -263,6 +270,8 @@ def main() -> None:
         print(f"{name:<50} {secs:8.3f} {ratio:6.2f}x  {note}")
     print(f"\nround by round (the median of each round's ratio, runs side by side): lookup upsert / none upsert "
           f"{paired_lookup:.2f}x (target <= 2.0x); diff / changelog read {paired_diff:.2f}x (target <= 3.0x)")
+    print(f"processor time of the upserts (all threads, median of rounds 2-{repeat}): none {cpu_none * 1000:.0f} ms, "
+          f"lookup {cpu_lookup * 1000:.0f} ms, {cpu_lookup / cpu_none:.2f}x (the target is on the wall-clock time)")
     mib = 1024 * 1024
     print(f"\nfeed of {mem_rows:,} inserts batch by batch: range {mem_size / mib:,.0f} MiB in Arrow, largest batch "
           f"{mem_batch / mib:,.0f} MiB; peak growth while iterating: pyarrow allocation {mem_alloc / mib:,.0f} MiB "

@@ -41,6 +41,7 @@ def test_changes_runs():
     assert sum("target" in line for line in lines) == 4, out
     assert sum("once per file" in line for line in lines) == 2, out
     assert re.search(r"feed of 1,000 inserts batch by batch: range .* MiB", out), out
+    assert re.search(r"processor time of the upserts .*: none \d+ ms, lookup \d+ ms, \d+\.\d\dx", out), out
 
 
 def test_tags_expire_runs():

@@ -125,7 +125,7 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
                            ignore_delete=options.ignore_delete)
     merged = fill_partition(table, ordered_split, merged)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)
-    compression = table.core_options.file_compression
+    codec = table.core_options.data_codec(top)
     new_files = []
     per_file = _rows_per_file(files, target_size or target_file_size(table))
     for start, end in _chunks(merged.num_rows, per_file):
@@ -133,7 +133,7 @@ def compact_primary_key_bucket(table: "Table", split: Split, target_size: int | 
         seq = chunk.column(SEQUENCE_NUMBER).combine_chunks()
         kinds = chunk.column(VALUE_KIND).combine_chunks().cast(pa.int8())
         rows = chunk.select(logical.names)
-        new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, compression,
+        new_files.append(write_kv_file(table.io, bucket_dir, schema, rows, seq, kinds, codec,
                                        prefix=table.core_options.data_file_prefix, level=top,
                                        stats=table.core_options.stats, file_source=FILE_SOURCE_COMPACT))
     # The rows the bucket's deletion vectors delete were left out when its files were read: the vectors of
@@ -162,11 +162,11 @@ def compact_append_files(table: "Table", split: Split, target_size: int | None =
     data = pa.concat_tables([p.cast(pa.schema([f.with_nullable(True) for f in logical])) for p in parts])
     data = fill_partition(table, small_split, data)
     bucket_dir = table.bucket_dir(split.partition, split.bucket)
-    compression = table.core_options.file_compression
+    codec = table.core_options.data_codec(None)
     seq = small[0].min_sequence_number
     new_files = []
     for start, end in _chunks(data.num_rows, _rows_per_file(small, size)):
-        meta = write_append_file(table.io, bucket_dir, schema, data.slice(start, end - start), seq, compression,
+        meta = write_append_file(table.io, bucket_dir, schema, data.slice(start, end - start), seq, codec,
                                  prefix=table.core_options.data_file_prefix, stats=table.core_options.stats,
                                  file_source=FILE_SOURCE_COMPACT)
         new_files.append(meta)

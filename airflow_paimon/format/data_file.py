@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .binary_row import EMPTY_ROW, serialize_row
+from .file_codec import FileCodec
 from .fileio import FileIO
 from .manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
 from .schema import (
@@ -174,7 +175,7 @@ def dictionary_columns(table: pa.Table, unique_columns: Sequence[str] = ()) -> l
     return [n for n in table.column_names if n not in unique and not _nearly_unique(table.column(n), rows)]
 
 
-def _parquet_options(table: pa.Table, unique_columns: Sequence[str],
+def _parquet_options(table: pa.Table, codec: FileCodec, unique_columns: Sequence[str],
                      dictionary: Sequence[str] | None) -> dict:
     """pyarrow's writer options for `write_parquet` and `encode_parquet`: one decision, so that a file encoded in
     memory is the file written straight to its store."""
@@ -185,11 +186,11 @@ def _parquet_options(table: pa.Table, unique_columns: Sequence[str],
         dictionary = [n for n in dictionary if n in table.column_names and n not in unique]
     encodings = {f.name: "DELTA_BINARY_PACKED" for f in table.schema
                  if f.name in unique and (pa.types.is_int32(f.type) or pa.types.is_int64(f.type))}
-    return dict(write_statistics=True, store_schema=False, use_dictionary=dictionary,
-                column_encoding=encodings or None, row_group_size=ROW_GROUP_ROWS)
+    return dict(compression=codec.name, compression_level=codec.level, write_statistics=True, store_schema=False,
+                use_dictionary=dictionary, column_encoding=encodings or None, row_group_size=ROW_GROUP_ROWS)
 
 
-def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
+def write_parquet(io: FileIO, path: str, table: pa.Table, codec: FileCodec,
                   unique_columns: Sequence[str] = (), dictionary: Sequence[str] | None = None) -> int:
     """Write one Parquet file; returns its size in bytes.
 
@@ -202,20 +203,19 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, compression: str,
     io.make_parent(path)
     # The stubs know only lower-case codec names (pyarrow takes any case).
     with io.fs.open_output_stream(p) as out:   # its size from the stream: no request to ask the store for it
-        pq.write_table(table, out, compression=compression,  # type: ignore[arg-type]
-                       **_parquet_options(table, unique_columns, dictionary))
+        pq.write_table(table, out, **_parquet_options(table, codec, unique_columns, dictionary))
         return int(out.tell())
 
 
-def encode_parquet(table: pa.Table, compression: str, unique_columns: Sequence[str] = (),
+def encode_parquet(table: pa.Table, codec: FileCodec, unique_columns: Sequence[str] = (),
                    dictionary: Sequence[str] | None = None, *, statistics: bool = True) -> bytes:
     """The bytes `write_parquet` writes, in memory; without `statistics`, column chunks without Parquet
     statistics (see changelog/lookup.py: readers cannot skip them; the manifest's description is computed
     apart)."""
     sink = pa.BufferOutputStream()
-    options = _parquet_options(table, unique_columns, dictionary)
+    options = _parquet_options(table, codec, unique_columns, dictionary)
     options["write_statistics"] = statistics
-    pq.write_table(table, sink, compression=compression, **options)  # type: ignore[arg-type]
+    pq.write_table(table, sink, **options)
     return sink.getvalue().to_pybytes()
 
 
@@ -251,7 +251,7 @@ def kv_file_table(schema: TableSchema, rows: pa.Table, sequence: pa.Array | pa.C
 
 
 def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, sequence: pa.Array,
-                  kinds: pa.Array, compression: str, *, prefix: str, stats: StatsPolicy, level: int = 0,
+                  kinds: pa.Array, codec: FileCodec, *, prefix: str, stats: StatsPolicy, level: int = 0,
                   changelog: bool = False, file_source: int = FILE_SOURCE_APPEND,
                   dictionary: Sequence[str] | None = None, keep: list[EncodedFile] | None = None) -> DataFileMeta:
     """Write rows (already sorted by key, unique per key) of one bucket as a level-`level` file named from
@@ -264,9 +264,9 @@ def write_kv_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Tab
     path = f"{bucket_dir}/{name}"
     encoded = None
     if keep is None:
-        size = write_parquet(io, path, data, compression, kv_unique_columns(schema), dictionary)
+        size = write_parquet(io, path, data, codec, kv_unique_columns(schema), dictionary)
     else:
-        encoded = encode_parquet(data, compression, kv_unique_columns(schema), dictionary)
+        encoded = encode_parquet(data, codec, kv_unique_columns(schema), dictionary)
         write_encoded(io, path, encoded)
         size = len(encoded)
     values: list[ColumnStats] = []
@@ -334,11 +334,11 @@ def kv_file_meta(name: str, size: int, schema: TableSchema, rows: pa.Table, sequ
 
 
 def write_append_file(io: FileIO, bucket_dir: str, schema: TableSchema, rows: pa.Table, first_sequence: int,
-                      compression: str, *, prefix: str, stats: StatsPolicy,
+                      codec: FileCodec, *, prefix: str, stats: StatsPolicy,
                       file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
     data = rows.cast(schema.arrow_schema())
     name = new_data_file_name(prefix)
-    size = write_parquet(io, f"{bucket_dir}/{name}", data, compression)
+    size = write_parquet(io, f"{bucket_dir}/{name}", data, codec)
     value_names = schema.field_names
     value_types = [schema.arrow_type(n) for n in value_names]
     values, stats_columns = value_stats(rows, value_names, value_types,

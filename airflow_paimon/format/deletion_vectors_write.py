@@ -141,7 +141,8 @@ class DeletionVectorWriter:
             after = [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema,
                                    out.select(schema.field_names), out.column(SEQUENCE_NUMBER).combine_chunks(),
                                    out.column(VALUE_KIND).combine_chunks().cast(pa.int8()),
-                                   table.core_options.file_compression, prefix=table.core_options.data_file_prefix,
+                                   table.core_options.data_codec(target),
+                                   prefix=table.core_options.data_file_prefix,
                                    stats=table.core_options.stats, level=target, file_source=FILE_SOURCE_COMPACT)]
         else:
             after = []

@@ -8,10 +8,11 @@ from datetime import timedelta
 from typing import Mapping, Sequence
 
 from .errors import InvalidOptionError
+from .file_codec import FileCodec
 from .stats_modes import StatsPolicy
 from .table_kind import TableKind
 from .upkeep.expire_policy import ExpirePolicy
-from .values import count, duration, option_boolean
+from .values import count, duration, level_map, option_boolean
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -95,6 +96,22 @@ class TableOptions:
     write_only: bool = False
     # bucket-function.type: default, mod or hive (bucket_functions.py); how a fixed bucket is chosen
     bucket_function: str = "default"
+    # file.compression.zstd-level: the level of every zstd file written (Paimon's Parquet writer takes it too)
+    zstd_level: int = 1
+    # file.compression.per.level: a primary-key table's data files of these levels take these codecs instead
+    compression_per_level: Mapping[int, str] = field(default_factory=dict)
+
+    def data_codec(self, level: int | None) -> FileCodec:
+        """The codec of a data file written at `level` (None: an append table's file), as Paimon's writers choose
+        it: `file.compression.per.level` for a primary-key table's level, else `file.compression`."""
+        name = self.file_compression if level is None else self.compression_per_level.get(level, self.file_compression)
+        return FileCodec(name, self.zstd_level)
+
+    @property
+    def changelog_codec(self) -> FileCodec:
+        """The codec of a changelog file: `changelog-file.compression`, else `file.compression` (whatever the
+        level, as in Paimon)."""
+        return FileCodec(self.changelog_file_compression, self.zstd_level)
 
     @property
     def writes_settle_vectors(self) -> bool:
@@ -132,6 +149,11 @@ class TableOptions:
         compression = options.get("file.compression", "zstd").lower()
         changelog_format = options.get("changelog-file.format", file_format).lower()
         changelog_compression = options.get("changelog-file.compression", compression).lower()
+        per_level = {level: _codec(name.lower()) for level, name in
+                     level_map(options.get("file.compression.per.level", ""), "file.compression.per.level",
+                               "'0:lz4,1:zstd'").items()}
+        formats_per_level = level_map(options.get("file.format.per.level", ""), "file.format.per.level",
+                                      "'0:avro,3:parquet'")
         changelog = options.get("changelog-producer", "none")
         if changelog not in CHANGELOG_PRODUCERS:
             raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r} (one of "
@@ -152,6 +174,8 @@ class TableOptions:
             merge_engine=merge_engine, deletion_vectors=deletion_vectors, changelog=changelog,
             data_evolution=data_evolution, file_format=file_format, compression=compression,
             changelog_format=changelog_format, changelog_compression=changelog_compression,
+            level_compressions=tuple(sorted(per_level.items())),
+            level_formats=tuple(sorted((level, f.lower()) for level, f in formats_per_level.items())),
             row_tracking=row_tracking, bucket_function=bucket_function,
             unsupported_directory=directory if directory is not None and data_directory is None else None)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
@@ -212,6 +236,9 @@ class TableOptions:
             stats=StatsPolicy.from_options(options),
             write_only=_bool(options, "write-only", False),
             bucket_function=bucket_function,
+            zstd_level=count(options.get("file.compression.zstd-level"), "file.compression.zstd-level",
+                             minimum=None, default=1),
+            compression_per_level=per_level,
         )
 
 

@@ -402,11 +402,13 @@ def _column_chunk(name: str, codec: int, num_values: int, uncompressed: int, com
     return _Chunk(data, 0, len(data), [(offset_at, len(data) - 2)], compressed, uncompressed)
 
 
-def plain_int32_file(name: str, values: np.ndarray, group_rows: Sequence[int], compression: str) -> bytes:
+def plain_int32_file(name: str, values: np.ndarray, group_rows: Sequence[int], compression: str,
+                     level: int | None = None) -> bytes:
     """A Parquet file of one REQUIRED INT32 column `name` holding `values`, in row groups of `group_rows` rows, each
-    one PLAIN data page compressed with `compression` (a key of `PLAIN_COLUMN_CODECS`), without statistics."""
+    one PLAIN data page compressed with `compression` (a key of `PLAIN_COLUMN_CODECS`) at `level` (None: the
+    codec's default), without statistics."""
     codec, compressor_name = PLAIN_COLUMN_CODECS[compression]
-    compressor = pa.Codec(compressor_name) if compressor_name is not None else None
+    compressor = pa.Codec(compressor_name, compression_level=level) if compressor_name is not None else None
     body = bytearray(_MAGIC)
     groups: list[_Moved] = []
     start = 0

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from .errors import InvalidOptionError
 from .schema import KEY_FIELD_PREFIX
-from .values import count, option_boolean
+from .values import count, level_map, option_boolean
 
 __all__ = ["ColumnStats", "StatsMode", "StatsPolicy"]
 
@@ -130,14 +130,8 @@ class StatsPolicy:
 
 def _per_level(text: str) -> dict[int, StatsMode]:
     """`metadata.stats-mode.per.level`: Paimon's map option, 'level:mode' pairs separated by commas."""
-    out: dict[int, StatsMode] = {}
-    for pair in filter(None, (p.strip() for p in str(text).split(","))):
-        level, sep, mode = pair.partition(":")
-        if not sep or not level.strip().isdigit():
-            raise InvalidOptionError(f"metadata.stats-mode.per.level: {pair!r} is not 'level:mode' (example: "
-                                     "'0:none,1:full')")
-        out[int(level)] = StatsMode.parse(mode.strip(), "metadata.stats-mode.per.level")
-    return out
+    name = "metadata.stats-mode.per.level"
+    return {level: StatsMode.parse(mode, name) for level, mode in level_map(text, name, "'0:none,1:full'").items()}
 
 
 def _truncate_min(v: Any, length: int) -> Any:

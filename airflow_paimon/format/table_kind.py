@@ -33,6 +33,9 @@ class TableKind:
     row_tracking: bool
     bucket_function: str
     unsupported_directory: str | None
+    # file.compression.per.level / file.format.per.level: (level, codec or format) pairs
+    level_compressions: tuple[tuple[int, str], ...] = ()
+    level_formats: tuple[tuple[int, str], ...] = ()
 
     def refusal(self, writing: bool) -> str | None:
         """Why rows read (or files written) here would not be what Paimon reads (or writes); None: exact."""
@@ -86,6 +89,16 @@ class TableKind:
         if self.compression not in COMPRESSIONS:
             out.append(f"its file.compression {self.compression!r} is not a codec this library writes "
                        f"({', '.join(sorted(COMPRESSIONS))})")
+        if self.has_primary_key:
+            # (Paimon's append writers take file.compression and file.format whatever the level)
+            for level, codec in self.level_compressions:
+                if codec not in COMPRESSIONS:
+                    out.append(f"its file.compression.per.level gives level {level} the codec {codec!r}, which is "
+                               f"not one this library writes ({', '.join(sorted(COMPRESSIONS))})")
+            for level, file_format in self.level_formats:
+                if file_format != "parquet":
+                    out.append(f"its file.format.per.level gives level {level} the format {file_format!r} (only "
+                               "'parquet' files are written here)")
         if self.changelog != "none":
             # The changelog files its producer writes: Parquet only, like the data files.
             if self.changelog_format != "parquet":

@@ -253,6 +253,18 @@ def count(value: Any, name: str, *, minimum: int | None = 1, default: int | None
     return number
 
 
+def level_map(value: Any, name: str, example: str) -> dict[int, str]:
+    """Paimon's map option keyed by LSM level ('level:value' pairs separated by commas, as
+    `metadata.stats-mode.per.level` or `file.compression.per.level`): {level: value text}."""
+    out: dict[int, str] = {}
+    for pair in filter(None, (p.strip() for p in str(value or "").split(","))):
+        level, sep, text = pair.partition(":")
+        if not sep or not level.strip().isdigit() or not text.strip():
+            raise InvalidValueError(f"{name}: {pair!r} is not 'level:value' (example: {example})")
+        out[int(level)] = text.strip()
+    return out
+
+
 def boolean(value: Any, name: str, *, default: bool | None = None) -> bool:
     """``True``/``False``, ``1``/``0``, or their text in any case (``'true'``, ``'yes'``, ``'on'``, ``'1'`` and
     the opposites). With a ``default``, None or blank text means "not given"."""

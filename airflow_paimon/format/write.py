@@ -293,7 +293,6 @@ class TableWrite:
         `dictionary`: see `write_kv_file`."""
         table = self.table
         bucket_dir = table.bucket_dir(partition, bucket)
-        compression = table.core_options.file_compression
         if table.is_primary_key:
             n = rows.num_rows
             if kinds is None:
@@ -303,11 +302,12 @@ class TableWrite:
             if isinstance(kinds, pa.ChunkedArray):
                 kinds = kinds.combine_chunks()
             meta = write_kv_file(table.io, bucket_dir, self.schema, rows, seq, kinds.cast(pa.int8()),
-                                 compression, prefix=table.core_options.data_file_prefix,
+                                 table.core_options.data_codec(level), prefix=table.core_options.data_file_prefix,
                                  stats=table.core_options.stats, level=level, file_source=file_source,
                                  dictionary=dictionary, keep=keep)
         else:
-            meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence, compression,
+            meta = write_append_file(table.io, bucket_dir, self.schema, rows, first_sequence,
+                                     table.core_options.data_codec(None),
                                      prefix=table.core_options.data_file_prefix, stats=table.core_options.stats,
                                      file_source=file_source)
         return CommitMessage(table.partition_codec.to_bytes(partition), bucket, table.total_buckets, [meta])

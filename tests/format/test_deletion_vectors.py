@@ -19,6 +19,7 @@ from airflow_paimon.format.commit_message import CommitMessage
 from airflow_paimon.format.data_file import write_kv_file
 from airflow_paimon.format.deletion_vectors import MAGIC_32, MAGIC_64, VectorRange, decode_vector, encode_vector
 from airflow_paimon.format.deletion_vectors_index import DeletionVectors, IndexEntry, read_index_manifest
+from airflow_paimon.format.file_codec import FileCodec
 from tests.format.upkeep_helpers import FUTURE
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -106,7 +107,7 @@ def test_a_read_skips_level_0_and_drops_the_rows_a_vector_deletes(catalog, merge
     entry = IndexEntry.deletion_vectors(target.partition, bucket, "index-hand-0", len(blob),
                                         [VectorRange(target.file.file_name, 1, len(blob) - 9, 2)])
     level0 = write_kv_file(table.io, table.bucket_dir((), bucket), table.schema(), rows([gone[0]], "z"),
-                           pa.array([10_000], pa.int64()), pa.array([0], pa.int8()), "zstd", prefix="data-",
+                           pa.array([10_000], pa.int64()), pa.array([0], pa.int8()), FileCodec("zstd"), prefix="data-",
                            stats=table.core_options.stats, level=0)
     table.commit([CommitMessage(target.partition, bucket, 2, [level0], index_adds=[entry])])
     got = dict(zip(*table.read().to_pydict().values()))

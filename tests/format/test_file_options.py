@@ -182,3 +182,88 @@ def test_a_default_value_of_the_wrong_type_is_a_clear_error(catalog):
     t.write(pa.table({"k": [1], "v": ["a"], "n": [None]}, schema=DV))
     with pytest.raises(InvalidOptionError, match=r"fields.n.default-value: 'x' is not a int32 value"):
         t.read()
+
+
+def _long_strings(keys: range) -> pa.Table:
+    """Nearly unique strings (written plain) repeating long pieces far apart: a higher zstd level finds them."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    pool = ["".join(chr(c) for c in rng.integers(97, 123, 48)) for _ in range(300)]
+    return pa.table({"k": list(keys), "v": [f"{pool[i % 300]}{pool[(i * 7) % 293]}{i}" for i in keys]}, schema=KV)
+
+
+def _sizes(table, prefix: str) -> list[int]:
+    return sorted(os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(table.path) for f in names
+                  if f.startswith(prefix) and f.endswith(".parquet"))
+
+
+def test_the_zstd_level_is_that_of_file_compression_zstd_level(catalog):
+    """`file.compression.zstd-level` (Paimon's default 1) compresses every data and changelog file: the same rows
+    make smaller files at level 19, and the tables read the same."""
+    tables = {level: catalog.create_table(f"db.z{level}", KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "lookup", "file.compression.zstd-level": str(level)})
+        for level in (1, 19)}
+    ends = {}
+    for level, t in tables.items():
+        first = t.write(_long_strings(range(3000)))
+        second = t.write(_long_strings(range(0, 3000, 2)))     # a changelog of -U and +U rows, its +U spliced
+        ends[level] = (first.id, second.id)
+    for prefix in ("data-", "changelog-"):
+        low, high = _sizes(tables[1], prefix), _sizes(tables[19], prefix)
+        assert len(low) == len(high) >= 1
+        assert all(h < 0.9 * lo for lo, h in zip(low, high)), (prefix, low, high)
+    assert tables[1].read().equals(tables[19].read())
+    assert ends[1] == ends[19]
+    assert tables[1].changes(*ends[1]).read_all().drop_columns(["_commit_timestamp"]).equals(
+        tables[19].changes(*ends[19]).read_all().drop_columns(["_commit_timestamp"]))
+    default = catalog.create_table("db.default", KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": "lookup"})
+    default.write(_long_strings(range(3000)))
+    default.write(_long_strings(range(0, 3000, 2)))
+    for prefix in ("data-", "changelog-"):     # Paimon's default level is 1
+        assert _sizes(default, prefix) == _sizes(tables[1], prefix)
+
+
+@pytest.mark.parametrize("producer", ["none", "lookup"])
+def test_file_compression_per_level_compresses_each_level_by_its_codec(catalog, producer):
+    """`file.compression.per.level`: a primary-key table's data file written at a level takes that level's codec,
+    the others `file.compression`; a file moved up by metadata keeps the codec it was written with (Paimon
+    rewrites such a file only when the levels' formats differ); changelog files take `changelog-file.compression`
+    or `file.compression`, whatever the level; an append table's files ignore the option, as in Paimon."""
+    t = catalog.create_table("db.t", KV, primary_keys=["k"], options={
+        "bucket": "1", "changelog-producer": producer, "file.compression.per.level": "0:snappy, 5:gzip"})
+    first = t.write(_rows((1, "a"), (2, "b")))
+    second = t.write(_rows((1, "a2"), (3, "c")))
+    written = {e.file.file_name: e.file.level for e in t.file_entries(t.latest_snapshot())}
+    # lookup writes move their files up by metadata: still the codec of level 0
+    assert {_codec(t, f) for f in written} == {"SNAPPY"}, written
+    assert {lvl > 0 for lvl in written.values()} == {producer == "lookup"}
+    if producer == "lookup":
+        changelog = {e.file.file_name for s in t.snapshots() for e in t.changelog_entries(s)}
+        assert changelog and {_codec(t, f) for f in changelog} == {"ZSTD"}
+        feed = t.changes(first.id, second.id).read_all().to_pylist()
+        assert sorted((r["_change_type"], r["k"], r["v"]) for r in feed) == [
+            ("insert", 3, "c"), ("update_postimage", 1, "a2"), ("update_preimage", 1, "a")]
+    t.maintenance.compact()     # a full compaction writes level 5
+    top = [e.file for e in t.file_entries(t.latest_snapshot())]
+    assert [f.level for f in top] == [5] and _codec(t, top[0].file_name) == "GZIP"
+    assert sorted(t.read().to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "v": "a2"}, {"k": 2, "v": "b"}, {"k": 3, "v": "c"}]
+    log = catalog.create_table("db.log", KV, options={"file.compression.per.level": "0:snappy"})
+    log.write(_rows((1, "a")))
+    assert {_codec(log, f) for f in _files(log)} == {"ZSTD"}
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("file.compression.per.level", "zero:lz4", "file.compression.per.level: 'zero:lz4' is not 'level:value'"),
+    ("file.compression.per.level", "0:", "file.compression.per.level: '0:' is not 'level:value'"),
+    ("file.format.per.level", "0", "file.format.per.level: '0' is not 'level:value'"),
+    ("file.compression.zstd-level", "high", "file.compression.zstd-level"),
+])
+def test_a_malformed_file_option_is_refused_when_the_table_is_created(catalog, option, value, named):
+    from airflow_paimon.format.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match=named):
+        catalog.create_table("db.bad", KV, primary_keys=["k"], options={option: value})
+    assert not catalog.table_exists("db.bad")

@@ -24,6 +24,8 @@ APPEND = TableOptions.parse({}, has_primary_key=False)
     ("merge-engine", PK.merge_engine, "deduplicate"),                       # MergeEngine.DEDUPLICATE
     ("file.format", PK.file_format, "parquet"),                             # FILE_FORMAT_PARQUET
     ("file.compression", PK.file_compression, "zstd"),                      # defaultValue("zstd")
+    ("file.compression.zstd-level", PK.zstd_level, 1),                      # defaultValue(1)
+    ("file.compression.per.level", dict(PK.compression_per_level), {}),     # defaultValue(new HashMap<>())
     ("sequence.field", PK.sequence_fields, ()),                             # noDefaultValue()
     ("changelog-producer", PK.changelog_producer, "none"),                  # ChangelogProducer.NONE
     ("partition.default-name", PK.partition_default_name, "__DEFAULT_PARTITION__"),

@@ -125,7 +125,7 @@ def lookup_changelog(table: "Table", lookup: Lookup, partition: tuple, bucket: i
         # `rows` (one per key, sorted by key) are numbered after every stored version of their keys: they win.
         stats = options.stats
         if data_file is not None and not options.changelog_row_deduplicate \
-                and options.changelog_file_compression == options.file_compression \
+                and options.changelog_codec == options.data_codec(0) \
                 and stats.file_mode(0, changelog=True) == stats.file_mode(0) \
                 and bool(is_add(rows.column(VALUE_KIND)).all()):
             try:
@@ -155,19 +155,20 @@ def spliced_changelog(table: "Table", partition: tuple, bucket: int, before: pa.
     former = values_only(before.select(after.column_names))
     retract = pa.array(np.full(former.num_rows, UPDATE_BEFORE, dtype=np.int8))
     kinds = after_kinds(table, former, after)
-    compression = options.changelog_file_compression
+    codec = options.changelog_codec
     # The -U row group and the kinds' chunk keep no Parquet statistics: a reader filtering the changelog reads
     # them rather than skip them, and their min/max were over a quarter of their encoding (the manifest's
     # description is computed apart).
-    first = encode_parquet(kv_file_table(schema, former, former.column(SEQUENCE_NUMBER), retract), compression,
+    first = encode_parquet(kv_file_table(schema, former, former.column(SEQUENCE_NUMBER), retract), codec,
                            kv_unique_columns(schema), dictionary, statistics=False)
     rows = ParquetParts(data_file.data)
-    if compression in PLAIN_COLUMN_CODECS:
-        kind_file = plain_int32_file(VALUE_KIND, kinds, [g.num_rows for g in rows.row_groups], compression)
+    if codec.name in PLAIN_COLUMN_CODECS:
+        kind_file = plain_int32_file(VALUE_KIND, kinds, [g.num_rows for g in rows.row_groups], codec.name,
+                                     codec.level)
     else:
         kind_field = kv_file_schema(schema).field(VALUE_KIND)
         kind_file = encode_parquet(pa.Table.from_arrays([pa.array(kinds)], schema=pa.schema([kind_field])),
-                                   compression, (), dictionary, statistics=False)
+                                   codec, (), dictionary, statistics=False)
     column = len(schema.trimmed_primary_keys) + 1    # _VALUE_KIND's place in the file
     data = splice(ParquetParts(first), [(rows, {column: (ParquetParts(kind_file), 0)})])
     name = new_data_file_name(options.changelog_file_prefix)
@@ -203,7 +204,7 @@ def level_up(table: "Table", lookup: Lookup, partition: tuple, bucket: int,
     seq = result.column(SEQUENCE_NUMBER).combine_chunks()
     kinds = pc.cast(result.column(VALUE_KIND).combine_chunks(), pa.int8())
     out = write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, result.select(schema.field_names),
-                        seq, kinds, table.core_options.file_compression,
+                        seq, kinds, table.core_options.data_codec(target),
                         prefix=table.core_options.data_file_prefix, stats=table.core_options.stats, level=target,
                         file_source=FILE_SOURCE_COMPACT)
     return moving, [out]

@@ -188,6 +188,6 @@ def write_changelog(table: "Table", partition: tuple, bucket: int, rows: pa.Tabl
     kinds = rows.column(VALUE_KIND).combine_chunks().cast(pa.int8())
     data = rows.select(schema.field_names)
     return [write_kv_file(table.io, table.bucket_dir(partition, bucket), schema, data, seq, kinds,
-                          table.core_options.changelog_file_compression,
+                          table.core_options.changelog_codec,
                           prefix=table.core_options.changelog_file_prefix, stats=table.core_options.stats, level=0,
                           changelog=True, file_source=file_source, dictionary=dictionary)]
