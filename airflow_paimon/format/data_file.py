@@ -201,7 +201,6 @@ def write_parquet(io: FileIO, path: str, table: pa.Table, codec: FileCodec,
     """
     p = io.fs_path(path)
     io.make_parent(path)
-    # The stubs know only lower-case codec names (pyarrow takes any case).
     with io.fs.open_output_stream(p) as out:   # its size from the stream: no request to ask the store for it
         pq.write_table(table, out, **_parquet_options(table, codec, unique_columns, dictionary))
         return int(out.tell())
