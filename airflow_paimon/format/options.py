@@ -152,8 +152,9 @@ class TableOptions:
         per_level = {level: _codec(name.lower()) for level, name in
                      level_map(options.get("file.compression.per.level", ""), "file.compression.per.level",
                                "'0:lz4,1:zstd'").items()}
-        formats_per_level = level_map(options.get("file.format.per.level", ""), "file.format.per.level",
-                                      "'0:avro,3:parquet'")
+        formats_per_level = {level: name.lower() for level, name in
+                             level_map(options.get("file.format.per.level", ""), "file.format.per.level",
+                                       "'0:avro,3:parquet'").items()}
         changelog = options.get("changelog-producer", "none")
         if changelog not in CHANGELOG_PRODUCERS:
             raise InvalidOptionError(f"changelog-producer: unknown value {changelog!r} (one of "
@@ -175,7 +176,7 @@ class TableOptions:
             data_evolution=data_evolution, file_format=file_format, compression=compression,
             changelog_format=changelog_format, changelog_compression=changelog_compression,
             level_compressions=tuple(sorted(per_level.items())),
-            level_formats=tuple(sorted((level, f.lower()) for level, f in formats_per_level.items())),
+            level_formats=tuple(sorted(formats_per_level.items())),
             row_tracking=row_tracking, bucket_function=bucket_function,
             unsupported_directory=directory if directory is not None and data_directory is None else None)
         sort_order = str(options.get("sequence.field.sort-order", "ascending")).strip().lower()
