@@ -20,6 +20,10 @@ machine slows both sides of a ratio alike), the fastest run counting:
   files' copies before the reads are measured. Files a setup step just wrote (the table copies, those lookup
   files) are flushed to disk (os.sync) before the runs measured, which would otherwise share the processor with
   the kernel writing them back;
+* diff memory: after a full compaction (tag "compacted"), the diff from "before" finds every file of every bucket
+  changed and reads all of their rows: the peak growth of pyarrow's allocation (the allocator's own peak, so
+  that the feed's threads count too; in a new process) with each bucket compared whole and compared in key
+  slices (format/changes/slices.py);
 * memory: reading all N inserts of the history's commit as a changelog range batch by batch, in a new process:
   the largest growth of pyarrow's allocated bytes and of the process's resident memory while iterating (from
   before the first batch), against the range's size in Arrow.
@@ -50,6 +54,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from airflow_paimon.format import Catalog  # noqa: E402
+from airflow_paimon.format.changes import slices  # noqa: E402
 from airflow_paimon.format.lookup_files import LOOKUP_DIR_ENV  # noqa: E402
 from airflow_paimon.format.table import Table  # noqa: E402
 
@@ -147,6 +152,23 @@ def feed_memory(table: Table, start: int, end: int) -> tuple[int, int, int, int,
     return n, size, largest, peak_alloc, peak_rss
 
 
+def diff_memory(table: Table, start: str, end: str, slice_rows: int) -> tuple[int, int]:
+    """(change rows, peak growth of pyarrow's allocation) of a diff between two tags, its buckets sliced above
+    `slice_rows` rows of changed files (format/changes/slices.py). The peak is the allocator's own, so that the
+    feed's worker threads count too, whatever the reader saw between batches: measure in a new process."""
+    slices.SLICE_ROWS = slice_rows
+    base = pa.default_memory_pool().max_memory()
+    rows = sum(batch.num_rows for batch in table.changes(start, end, mode="diff"))
+    return rows, pa.default_memory_pool().max_memory() - base
+
+
+def diff_memory_fresh(warehouse: str, slice_rows: int) -> tuple[int, int]:
+    proc = subprocess.run([sys.executable, __file__, "--diff-memory", warehouse, str(slice_rows)],
+                          capture_output=True, text=True, check=True)
+    rows, peak = json.loads(proc.stdout.splitlines()[-1])
+    return rows, peak
+
+
 def feed_memory_fresh(warehouse: str, start: int, end: int) -> tuple[int, int, int, int, int]:
     """`feed_memory` in a new process, so that its resident memory holds nothing of the tables written here."""
     proc = subprocess.run([sys.executable, __file__, "--feed-memory", warehouse, str(start), str(end)],
@@ -190,7 +212,14 @@ def main() -> None:
     ap.add_argument("--read-rounds", type=int, default=20, help="rounds of the reads; the fastest counts")
     ap.add_argument("--feed-memory", nargs=3, metavar=("WAREHOUSE", "START", "END"),
                     help="only measure the memory of reading this range of bench.feed (run by the benchmark itself)")
+    ap.add_argument("--diff-memory", nargs=2, metavar=("WAREHOUSE", "SLICE_ROWS"),
+                    help="only measure the memory of the diff across bench.feed's compaction (run by the benchmark)")
     args = ap.parse_args()
+    if args.diff_memory:
+        warehouse, slice_rows = args.diff_memory
+        print(json.dumps(diff_memory(Catalog(warehouse).get_table("bench.feed"), "before", "compacted",
+                                     int(slice_rows))))
+        return
     if args.feed_memory:
         warehouse, start, end = args.feed_memory
         table = Catalog(warehouse).get_table("bench.feed")
@@ -248,6 +277,13 @@ def main() -> None:
         cpu_none, cpu_lookup = (float(np.median(cpu[k][1:])) for k in ("none", "lookup"))
         paired_diff = paired(reads["diff"], reads["feed"])
         t_lookup_first = writes["lookup"][0]
+
+        # every file of every bucket differs between the ends: each bucket's diff reads all of its rows
+        table.maintenance.compact()
+        table.create_tag("compacted")
+        whole_rows, whole_peak = diff_memory_fresh(str(work / "wh"), 2**62)
+        sliced_rows, sliced_peak = diff_memory_fresh(str(work / "wh"), slices.SLICE_ROWS)
+        assert whole_rows == sliced_rows == incr.num_rows + incr.num_rows // 2, (whole_rows, sliced_rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -277,6 +313,10 @@ def main() -> None:
           f"{mem_batch / mib:,.0f} MiB; peak growth while iterating: pyarrow allocation {mem_alloc / mib:,.0f} MiB "
           f"({mem_alloc / mem_size:.2f}x of the range), resident memory {mem_rss / mib:,.0f} MiB "
           f"({mem_rss / mem_size:.2f}x of the range)")
+    print(f"diff from 'before' across a full compaction ({n + size - size // 2:,} rows in {buckets} buckets, "
+          f"every file changed; {sliced_rows:,} change rows): peak growth of pyarrow allocation "
+          f"{whole_peak / mib:,.0f} MiB with each bucket compared whole, {sliced_peak / mib:,.0f} MiB in slices of "
+          f"{slices.SLICE_ROWS:,} rows ({sliced_peak / whole_peak:.2f}x)")
 
 
 if __name__ == "__main__":

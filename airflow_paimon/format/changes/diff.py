@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,9 @@ from ..manifest import DataFileMeta, ManifestEntry
 from ..read import fill_partition, merge_columns, merge_versions, read_files, read_split, version_schema
 from ..scan import ScanPlanner, Split
 from ..snapshot import Snapshot
+from . import slices
 from .bounds import Bound
+from .slices import KeySlice, plan_slices, read_slice
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -53,17 +55,26 @@ def _bucket_counts(entries: list[ManifestEntry]) -> dict[bytes, set[int]]:
     return out
 
 
-def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry],
-              names: list[str]) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
-    """Per bucket, every row of the files only one end lists (every key in them is a changed key)."""
+def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], names: list[str],
+              key_slice: KeySlice | None) -> dict[int, list[tuple[DataFileMeta, pa.Table]]]:
+    """Per bucket, every row (of the slice, when given) of the files only one end lists: every key in them is a
+    changed key. A file holding no row of the slice is left out."""
     by_bucket: dict[int, list[DataFileMeta]] = {}
     for e in entries:
         by_bucket.setdefault(e.bucket, []).append(e.file)
     values = table.partition_codec.from_bytes(partition)
     columns, schema = merge_columns(table, names), version_schema(table)
-    return {bucket: list(zip(files, read_files(table, Split(values, partition, bucket, files), columns,
-                                               schema)))
-            for bucket, files in by_bucket.items()}
+    out: dict[int, list[tuple[DataFileMeta, pa.Table]]] = {}
+    for bucket, files in by_bucket.items():
+        split = Split(values, partition, bucket, files)
+        if key_slice is None:
+            out[bucket] = list(zip(files, read_files(table, split, columns, schema)))
+        else:
+            parts = [(f, rows) for f, rows in zip(files, read_slice(table, split, columns, schema, key_slice))
+                     if rows.num_rows]
+            if parts:
+                out[bucket] = parts
+    return out
 
 
 def _state(table: "Table", partition: bytes, own: dict[int, list[tuple[DataFileMeta, pa.Table]]],
@@ -226,15 +237,22 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
                                                   if k not in table.schema().trimmed_primary_keys]
     trimmed = table.schema().trimmed_primary_keys
 
-    def unit(group: tuple[bytes, int]) -> R | None:
+    def alone(group: tuple[bytes, int]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+        """The files of the group only the start lists, and those only the end lists."""
         files_before, files_after = g_before.get(group, []), g_after.get(group, [])
         names_before = {e.file.file_name for e in files_before}
         names_after = {e.file.file_name for e in files_after}
+        return ([e for e in files_before if e.file.file_name not in names_after],
+                [e for e in files_after if e.file.file_name not in names_before])
+
+    def unit(item: tuple[tuple[bytes, int], KeySlice | None]) -> R | None:
+        group, key_slice = item
+        files_before, files_after = g_before.get(group, []), g_after.get(group, [])
+        names_after = {e.file.file_name for e in files_after}
         partition = group[0]
-        own_before = _own_rows(table, partition, [e for e in files_before if e.file.file_name not in names_after],
-                               names)
-        own_after = _own_rows(table, partition, [e for e in files_after if e.file.file_name not in names_before],
-                              names)
+        alone_files = alone(group)
+        own_before = _own_rows(table, partition, alone_files[0], names, key_slice)
+        own_after = _own_rows(table, partition, alone_files[1], names, key_slice)
         changed = _changed_keys([rows for own in (own_before, own_after) for part in own.values() for _, rows in part],
                                 trimmed)
         if changed.num_rows == 0:
@@ -250,17 +268,30 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
 
     groups = [g for g in sorted(set(g_before) | set(g_after))
               if {e.file.file_name for e in g_before.get(g, [])} != {e.file.file_name for e in g_after.get(g, [])}]
-    for result in in_order_parallel(unit, groups):
+
+    def items() -> Iterator[tuple[tuple[bytes, int], KeySlice | None]]:
+        # planned lazily, as the feed is read: a bucket's slices need its changed files' footers
+        for group in groups:
+            before_only, after_only = alone(group)
+            planned = plan_slices(table, table.partition_codec.from_bytes(group[0]), before_only + after_only,
+                                  slices.SLICE_ROWS)
+            if planned is None:
+                yield group, None
+            else:
+                yield from ((group, key_slice) for key_slice in planned)
+
+    for result in in_order_parallel(unit, items()):
         if result is not None:
             yield result
 
 
-def in_order_parallel(work: Callable[[T], R], items: list[T]) -> Iterator[R]:
+def in_order_parallel(work: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
     """`work` of each item, in the items' order, computed by as many threads as cores (Parquet decoding, takes
     and joins release the GIL) with at most twice that many results held at once: the feed stays a stream. Twice,
     so that a thread done before the oldest item's takes the next item instead of waiting for the oldest to be
-    handed on (units differ in cost; with one item per thread, a fast one idled while a slow one finished)."""
-    workers = min(len(items), os.cpu_count() or 1)
+    handed on (units differ in cost; with one item per thread, a fast one idled while a slow one finished).
+    `items` is iterated as the work goes, as far as the results held allow."""
+    workers = os.cpu_count() or 1
     if workers <= 1:
         yield from map(work, items)
         return

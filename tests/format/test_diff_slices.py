@@ -1,0 +1,217 @@
+"""A bucket whose changed files hold many rows is diffed one key range at a time (changes/slices.py): the same
+answer as the whole bucket compared at once, in a fraction of the memory."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from airflow_paimon.format import Catalog, data_file
+from airflow_paimon.format.changes import slices
+from airflow_paimon.format.changes.slices import plan_slices
+from tests.sizes import scaled
+
+
+@contextmanager
+def small_groups(rows_per_group: int, slice_rows: int) -> Iterator[None]:
+    """Files written with row groups of `rows_per_group` rows, diffs sliced above `slice_rows` rows."""
+    saved = data_file.ROW_GROUP_ROWS, slices.SLICE_ROWS
+    data_file.ROW_GROUP_ROWS, slices.SLICE_ROWS = rows_per_group, slice_rows
+    try:
+        yield
+    finally:
+        data_file.ROW_GROUP_ROWS, slices.SLICE_ROWS = saved
+
+
+def diff_rows(t, start, end, slice_rows: int) -> list[tuple]:
+    saved = slices.SLICE_ROWS
+    slices.SLICE_ROWS = slice_rows
+    try:
+        got = t.changes(start, end, mode="diff").read_all()
+    finally:
+        slices.SLICE_ROWS = saved
+    return sorted(tuple(r.values()) for r in got.to_pylist())
+
+
+def changed_files(t, start, end):
+    before = {e.file.file_name for e in t.file_entries(t.snapshot(start))}
+    return [e for e in t.file_entries(t.snapshot(end)) if e.file.file_name not in before]
+
+
+@pytest.mark.parametrize("key_type,make_key", [
+    (pa.int64(), lambda i: i),
+    (pa.string(), lambda i: f"key-{i:06d}"),
+    (pa.date32(), lambda i: datetime.date(2000, 1, 1) + datetime.timedelta(days=int(i))),
+])
+def test_a_sliced_diff_equals_the_whole_bucket_diff(catalog, key_type, make_key):
+    schema = pa.schema([("k", key_type), ("n", pa.int32()), ("v", pa.string())])
+    t = catalog.create_table("db.sliced", schema, primary_keys=["k", "n"], options={"bucket": "2"})
+
+    def rows(ids, version):
+        return pa.table({"k": [make_key(i) for i in ids], "n": [int(i % 3) for i in ids],
+                         "v": [f"v{version}-{i}" for i in ids]}, schema=schema)
+
+    rng = np.random.default_rng(7)
+    with small_groups(rows_per_group=50, slice_rows=120):
+        start = t.write(rows(range(2000), 0)).id
+        t.create_tag("start")
+        t.write(rows(rng.choice(2500, 600, replace=False), 1))
+        t.delete(rows(rng.choice(2000, 40, replace=False), 0).select(["k", "n"]))
+        t.write(rows(rng.choice(2500, 300, replace=False), 2))
+        t.create_tag("middle")
+        end = t.maintenance.compact().id
+        t.create_tag("end")
+        planned = plan_slices(t, (), [e for e in changed_files(t, start, end) if e.bucket == 0],
+                              slices.SLICE_ROWS)
+    assert planned is not None and len(planned) > 5
+    for a, b in (("start", "middle"), ("start", "end"), ("middle", "end")):
+        whole = diff_rows(t, a, b, slice_rows=10**9)
+        assert bool(whole) == (a == "start"), (a, b)   # middle to end: a compaction, no change
+        assert diff_rows(t, a, b, slice_rows=120) == whole
+        assert diff_rows(t, a, b, slice_rows=1) == whole
+
+
+def test_a_first_key_without_exact_statistics_is_compared_whole(catalog):
+    schema = pa.schema([("k", pa.float64()), ("v", pa.int64())])
+    t = catalog.create_table("db.floats", schema, primary_keys=["k"], options={"bucket": "1"})
+    with small_groups(rows_per_group=10, slice_rows=20):
+        first = t.write(pa.table({"k": np.arange(100.0), "v": np.zeros(100, np.int64)}))
+        second = t.write(pa.table({"k": np.arange(50.0, 150.0), "v": np.ones(100, np.int64)}))
+    assert plan_slices(t, (), changed_files(t, first.id, second.id), 20) is None
+    assert len(diff_rows(t, first.id, second.id, slice_rows=20)) == 150
+
+
+def test_slices_are_coarser_where_row_groups_spanning_many_would_be_read_over_and_over(catalog):
+    """Small files of keys spread over the whole bucket have one row group each that every slice would read: the
+    slices are coarsened until all of them read the changed rows at most READ_OVER times over."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    t = catalog.create_table("db.spread", schema, primary_keys=["k"], options={"bucket": "1"})
+    rng = np.random.default_rng(3)
+    with small_groups(rows_per_group=50, slice_rows=100):
+        start = t.write(pa.table({"k": [0], "v": [0]})).id
+        t.write(pa.table({"k": np.arange(4000), "v": np.zeros(4000, np.int64)}))
+        for i in range(12):
+            end = t.write(pa.table({"k": np.sort(rng.choice(4000, 40, replace=False)),
+                                    "v": np.full(40, i + 1, np.int64)})).id
+        changed = changed_files(t, start, end)
+        fine = plan_slices(t, (), [e for e in changed if e.file.row_count > 100], slices.SLICE_ROWS)
+        planned = plan_slices(t, (), changed, slices.SLICE_ROWS)
+    group_rows = {}
+    for e in changed:
+        path = t.data_file_path((), e.bucket, e.file)
+        meta = pq.ParquetFile(path).metadata
+        for g in range(meta.num_row_groups):
+            group_rows[(e.file.file_name, g)] = meta.row_group(g).num_rows
+    read = sum(group_rows[(name, g)] for s in planned for (_, name), groups in s.groups.items() for g in groups)
+    total = sum(e.file.row_count for e in changed)
+    assert fine is not None and planned is not None
+    assert 1 < len(planned) < len(fine)
+    assert read <= slices.READ_OVER * total
+    assert diff_rows(t, start, end, slice_rows=100) == diff_rows(t, start, end, slice_rows=10**9)
+
+
+SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
+KEYS = st.tuples(st.integers(0, 30), st.sampled_from(["x", "y"]))
+STEP = st.one_of(
+    st.tuples(st.just("put"), st.dictionaries(KEYS, st.integers(0, 3), min_size=1, max_size=12)),
+    st.tuples(st.just("del"), st.sets(KEYS, min_size=1, max_size=6)),
+    st.tuples(st.just("compact"), st.none()),
+)
+
+
+@settings(max_examples=scaled(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(STEP, min_size=2, max_size=8), data=st.data(), rows_per_group=st.integers(1, 4))
+def test_sliced_diffs_follow_the_model(steps, data, rows_per_group):
+    """Random upserts, deletes and compactions, rows in groups of 1-4 and slices of one row: every diff is the
+    model's, the same as the unsliced one."""
+    root = tempfile.mkdtemp()
+    try:
+        cat = Catalog(root)
+        cat.create_database("db")
+        t = cat.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={"bucket": "2"})
+        models: dict[int, dict] = {0: {}}
+        model: dict = {}
+        with small_groups(rows_per_group, slice_rows=1):
+            for kind, arg in steps:
+                if kind == "put":
+                    keys = list(arg)
+                    snap = t.write(pa.table({"k": [k for k, _ in keys], "p": [p for _, p in keys],
+                                             "v": [arg[key] for key in keys]}, schema=SCHEMA))
+                    model.update(arg)
+                elif kind == "del":
+                    keys = sorted(arg)
+                    snap = t.delete(pa.table({"k": [k for k, _ in keys], "p": [p for _, p in keys]}))
+                    for key in keys:
+                        model.pop(key, None)
+                else:
+                    snap = t.maintenance.compact()
+                if snap is not None:
+                    models[snap.id] = dict(model)
+        ids = sorted(models)
+        start = data.draw(st.sampled_from(ids))
+        end = data.draw(st.sampled_from([i for i in ids if i >= start]))
+        got = diff_rows(t, start, end, slice_rows=1)
+        assert got == diff_rows(t, start, end, slice_rows=10**9)
+        before, after = models[start], models[end]
+        pre = {(k, p): v for k, p, v, kind, *_ in got if kind in ("update_preimage", "delete")}
+        post = {(k, p): v for k, p, v, kind, *_ in got if kind in ("update_postimage", "insert")}
+        assert pre == {k: v for k, v in before.items() if after.get(k, object()) != v}
+        assert post == {k: v for k, v in after.items() if before.get(k, object()) != v}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_PEAK = """
+import json, sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+from airflow_paimon.format import Catalog
+from airflow_paimon.format.changes import slices
+slices.SLICE_ROWS = int(sys.argv[2])
+t = Catalog(sys.argv[1]).get_table("db.big")
+base = pa.default_memory_pool().max_memory()
+rows = sum(b.num_rows for b in t.changes("start", "end", mode="diff"))
+print(json.dumps([rows, pa.default_memory_pool().max_memory() - base]))
+"""
+
+
+def _peak(warehouse: str, slice_rows: int) -> tuple[int, int]:
+    out = subprocess.run([sys.executable, "-c", _PEAK, warehouse, str(slice_rows)], capture_output=True, text=True,
+                         check=True)
+    rows, peak = json.loads(out.stdout.splitlines()[-1])
+    return rows, peak
+
+
+def test_a_diff_across_a_full_compaction_holds_a_slice_not_the_bucket(tmp_path):
+    """One bucket of 600,000 rows, every file rewritten by a full compaction between the ends (every key is a
+    changed key): compared whole, the diff holds both ends' rows of the bucket; sliced, a few slices' worth."""
+    n = 600_000
+    schema = pa.schema([("k", pa.int64()), ("name", pa.string()), ("v", pa.float64())])
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table("db.big", schema, primary_keys=["k"], options={"bucket": "1"})
+    ids = np.arange(n)
+    t.write(pa.table({"k": ids, "name": pa.array([f"customer-{i:08d}" for i in ids]), "v": np.zeros(n)}))
+    t.create_tag("start")
+    changed = ids[::100]
+    t.write(pa.table({"k": changed, "name": pa.array([f"customer-{i:08d}" for i in changed]),
+                      "v": np.ones(len(changed))}))
+    t.maintenance.compact()
+    t.create_tag("end")
+    whole_rows, whole_peak = _peak(str(tmp_path), 10**9)
+    sliced_rows, sliced_peak = _peak(str(tmp_path), 65_536)
+    assert whole_rows == sliced_rows == 2 * len(changed)
+    assert sliced_peak < 0.5 * whole_peak, (sliced_peak, whole_peak)
