@@ -6,9 +6,11 @@ when its key range may hold one of them, then only its key columns are read, and
 holds a changed key, keeping only those keys' rows (key_reads.py); it is read once for both ends. So the cost
 follows what changed and the files that may hold it, not the whole table; snapshots between the ends are never
 read, so a diff still answers after all of them expired. Where the number of buckets of a partition differs
-between the ends (a rescale), that partition is compared as a whole. A key only at the start is a `delete`, only
-at the end an `insert`, at both with other values an `update_preimage` (the start's row) followed by its
-`update_postimage`. Paimon's own diff gives the new rows only; the pre-images and deletes are this library's extension.
+between the ends (a rescale), that partition is compared as a whole. A bucket whose changed files hold many rows
+(a compaction between the ends rewrote them all) is compared one key range at a time (slices.py). A key only at
+the start is a `delete`, only at the end an `insert`, at both with other values an `update_preimage` (the start's
+row) followed by its `update_postimage`. Paimon's own diff gives the new rows only; the pre-images and deletes are
+this library's extension.
 """
 
 from __future__ import annotations

@@ -98,9 +98,10 @@ def plan_slices(table: "Table", partition: tuple, changed: Sequence[ManifestEntr
                 limit: int) -> list[KeySlice] | None:
     """Slices of about `limit` rows of the `changed` files (those only one end lists, of one partition), or None
     when they hold fewer rows or cannot be sliced (see the module's docstring)."""
-    if sum(e.file.row_count for e in changed) <= limit:
+    trimmed = table.schema().trimmed_primary_keys
+    if sum(e.file.row_count for e in changed) <= limit or not trimmed:
         return None
-    key = table.schema().trimmed_primary_keys[0]
+    key = trimmed[0]
     key_type = table.arrow_schema().field(key).type
     if not _sliceable(key_type):
         return None
