@@ -42,6 +42,8 @@ def test_changes_runs():
     assert sum("once per file" in line for line in lines) == 2, out
     assert re.search(r"feed of 1,000 inserts batch by batch: range .* MiB", out), out
     assert re.search(r"processor time of the upserts .*: none \d+ ms, lookup \d+ ms, \d+\.\d\dx", out), out
+    assert re.search(r"diff from 'before' across a full compaction .*: peak growth of pyarrow allocation \d+ MiB "
+                     r"with each bucket compared whole, \d+ MiB in slices of [\d,]+ rows", out), out
 
 
 def test_tags_expire_runs():

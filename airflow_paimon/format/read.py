@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -229,9 +229,13 @@ def merge_ordered_runs(table: "Table", split: Split, columns: list[str], schema:
                                 names=merged_keys.column_names + merged_others.column_names)
 
 
+FilesReader = Callable[["Table", Split, list[str], pa.Schema], list[pa.Table]]
+
+
 def read_split(table: "Table", split: Split, columns: Sequence[str] | None = None,
-               filter: ds.Expression | None = None) -> pa.Table:
-    """Rows of one split, merged, filtered and projected."""
+               filter: ds.Expression | None = None, files_reader: FilesReader = read_files) -> pa.Table:
+    """Rows of one split, merged, filtered and projected. `files_reader` reads the files' rows (`read_files`'s
+    contract): a diff passes one that reads only a range of keys (changes/slices.py)."""
     schema = table.schema()
     logical = schema.logical_arrow_schema()
     wanted = list(columns) if columns is not None else logical.names
@@ -250,8 +254,8 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         kind_field = [pa.field(VALUE_KIND, pa.int8())] if unsure else []
         # a row's sequence number when asked for (a lookup MERGE's before-images carry it)
         sequence_field = [pa.field(SEQUENCE_NUMBER, pa.int64())] if SEQUENCE_NUMBER in needed else []
-        parts = read_files(table, split, needed + [f.name for f in kind_field],
-                           pa.schema([f.with_nullable(True) for f in logical] + sequence_field + kind_field))
+        parts = files_reader(table, split, needed + [f.name for f in kind_field],
+                             pa.schema([f.with_nullable(True) for f in logical] + sequence_field + kind_field))
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         if unsure:
             kinds = data.column(VALUE_KIND)
@@ -273,14 +277,14 @@ def read_split(table: "Table", split: Split, columns: Sequence[str] | None = Non
         system = [VALUE_KIND] if key_sort_suffices else [SEQUENCE_NUMBER, VALUE_KIND]
         options = table.core_options
         if key_sort_suffices and len(split.files) > 1 and not options.ignore_delete \
-                and split.deletion_files is None:
+                and split.deletion_files is None and files_reader is read_files:
             data = merge_ordered_runs(table, split, needed, file_schema, keys[0])
         else:
-            parts = read_files(table, split, needed + [c for c in system if c not in needed], file_schema)
+            parts = files_reader(table, split, needed + [c for c in system if c not in needed], file_schema)
             # delete_row_count is not trustworthy: some writers record 0 for files holding -D rows.
             data = merge_versions(table, split.files, parts)
     else:
-        parts = read_files(table, split, needed, logical)
+        parts = files_reader(table, split, needed, logical)
         data = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     data = with_default_values(table, fill_partition(table, split, data))
     if filter is not None:

@@ -47,8 +47,9 @@ def diff_rows(t, start, end, slice_rows: int) -> list[tuple]:
 
 
 def changed_files(t, start, end):
+    """(bucket, file) of the files only the end lists."""
     before = {e.file.file_name for e in t.file_entries(t.snapshot(start))}
-    return [e for e in t.file_entries(t.snapshot(end)) if e.file.file_name not in before]
+    return [(e.bucket, e.file) for e in t.file_entries(t.snapshot(end)) if e.file.file_name not in before]
 
 
 @pytest.mark.parametrize("key_type,make_key", [
@@ -74,13 +75,46 @@ def test_a_sliced_diff_equals_the_whole_bucket_diff(catalog, key_type, make_key)
         t.create_tag("middle")
         end = t.maintenance.compact().id
         t.create_tag("end")
-        planned = plan_slices(t, (), [e for e in changed_files(t, start, end) if e.bucket == 0],
-                              slices.SLICE_ROWS)
+        planned = plan_slices(t, (), [f for f in changed_files(t, start, end) if f[0] == 0], slices.SLICE_ROWS)
     assert planned is not None and len(planned) > 5
     for a, b in (("start", "middle"), ("start", "end"), ("middle", "end")):
         whole = diff_rows(t, a, b, slice_rows=10**9)
         assert bool(whole) == (a == "start"), (a, b)   # middle to end: a compaction, no change
         assert diff_rows(t, a, b, slice_rows=120) == whole
+        assert diff_rows(t, a, b, slice_rows=1) == whole
+
+
+@pytest.mark.parametrize("options", [
+    {"deletion-vectors.enabled": "true"},
+    {"deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": "true"},
+    {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"},
+])
+def test_a_deletion_vector_table_is_diffed_in_slices_too(catalog, options):
+    """A deletion-vector bucket is read at both ends as a batch read reads it (files above level 0 without the
+    rows their vectors delete): sliced, each end's files are read by range, with the vectors applied by position."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.vectors", schema, primary_keys=["k"], options={"bucket": "2", **options})
+    rng = np.random.default_rng(11)
+
+    def rows(ids, version):
+        return pa.table({"k": np.asarray(ids, np.int64), "v": [f"v{version}-{i}" for i in ids]}, schema=schema)
+
+    with small_groups(rows_per_group=40, slice_rows=100):
+        ends = [t.write(rows(range(1500), 0)).id]
+        t.write(rows(rng.choice(1800, 300, replace=False), 1))
+        t.delete(rows(rng.choice(1500, 60, replace=False), 0).select(["k"]))
+        ends.append(t.latest_snapshot().id)
+        t.maintenance.compact()
+        t.write(rows(rng.choice(1800, 100, replace=False), 2))
+        ends.append(t.latest_snapshot().id)
+        found = plan_slices(t, (), [(e.bucket, e.file) for e in t.file_entries(t.snapshot(ends[-1]))
+                                    if e.bucket == 0 and (e.file.level > 0 or "merge-on-read" in str(options))],
+                            slices.SLICE_ROWS)
+    assert found is not None and len(found) > 3
+    for a, b in ((ends[0], ends[1]), (ends[0], ends[2]), (ends[1], ends[2])):
+        whole = diff_rows(t, a, b, slice_rows=10**9)
+        assert whole
+        assert diff_rows(t, a, b, slice_rows=100) == whole
         assert diff_rows(t, a, b, slice_rows=1) == whole
 
 
@@ -107,16 +141,15 @@ def test_slices_are_coarser_where_row_groups_spanning_many_would_be_read_over_an
             end = t.write(pa.table({"k": np.sort(rng.choice(4000, 40, replace=False)),
                                     "v": np.full(40, i + 1, np.int64)})).id
         changed = changed_files(t, start, end)
-        fine = plan_slices(t, (), [e for e in changed if e.file.row_count > 100], slices.SLICE_ROWS)
+        fine = plan_slices(t, (), [(b, f) for b, f in changed if f.row_count > 100], slices.SLICE_ROWS)
         planned = plan_slices(t, (), changed, slices.SLICE_ROWS)
     group_rows = {}
-    for e in changed:
-        path = t.data_file_path((), e.bucket, e.file)
-        meta = pq.ParquetFile(path).metadata
+    for bucket, f in changed:
+        meta = pq.ParquetFile(t.data_file_path((), bucket, f)).metadata
         for g in range(meta.num_row_groups):
-            group_rows[(e.file.file_name, g)] = meta.row_group(g).num_rows
+            group_rows[(f.file_name, g)] = meta.row_group(g).num_rows
     read = sum(group_rows[(name, g)] for s in planned for (_, name), groups in s.groups.items() for g in groups)
-    total = sum(e.file.row_count for e in changed)
+    total = sum(f.row_count for _, f in changed)
     assert fine is not None and planned is not None
     assert 1 < len(planned) < len(fine)
     assert read <= slices.READ_OVER * total

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
@@ -28,7 +29,15 @@ from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..kernels import ascending_integers, null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
-from ..read import fill_partition, merge_columns, merge_versions, read_files, read_split, version_schema
+from ..read import (
+    deletion_vector_split,
+    fill_partition,
+    merge_columns,
+    merge_versions,
+    read_files,
+    read_split,
+    version_schema,
+)
 from ..scan import ScanPlanner, Split
 from ..snapshot import Snapshot
 from . import slices
@@ -275,8 +284,8 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
         # planned lazily, as the feed is read: a bucket's slices need its changed files' footers
         for group in groups:
             before_only, after_only = alone(group)
-            planned = plan_slices(table, table.partition_codec.from_bytes(group[0]), before_only + after_only,
-                                  slices.SLICE_ROWS)
+            planned = plan_slices(table, table.partition_codec.from_bytes(group[0]),
+                                  [(e.bucket, e.file) for e in before_only + after_only], slices.SLICE_ROWS)
             if planned is None:
                 yield group, None
             else:
@@ -332,10 +341,19 @@ def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: li
                 and sorted((f.file_name, f.level) for f in old.files) == \
                 sorted((f.file_name, f.level) for f in new.files):
             continue
-        rows, kinds = compare(read_split(table, old, names) if old else empty,
-                              read_split(table, new, names) if new else empty, keys)
-        if rows.num_rows:
-            yield rows, kinds
+        # every file either end reads (a file both list is read at each end, with that end's vector)
+        files = {(s.bucket, f.file_name): (s.bucket, f) for s in (old, new) if s is not None
+                 for f in deletion_vector_split(table, s).files}
+        either = old if old is not None else new
+        assert either is not None
+        found = plan_slices(table, either.partition, list(files.values()), slices.SLICE_ROWS)
+        planned: list[KeySlice | None] = [None] if found is None else list(found)
+        for key_slice in planned:
+            reader = read_files if key_slice is None else partial(read_slice, key_slice=key_slice)
+            rows, kinds = compare(read_split(table, old, names, files_reader=reader) if old else empty,
+                                  read_split(table, new, names, files_reader=reader) if new else empty, keys)
+            if rows.num_rows:
+                yield rows, kinds
 
 
 def _changed_keys(parts: list[pa.Table], keys: list[str]) -> pa.Table:

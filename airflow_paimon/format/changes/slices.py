@@ -1,15 +1,17 @@
-"""Key slices of a diff: a bucket whose changed files hold more rows than a diff should hold at once is compared
-one range of its first key column at a time.
+"""Key slices of a diff: a bucket whose changed files hold more rows than a diff should hold at once is compared one
+range of its first key column at a time.
 
 All versions of a key share the value of its first key column, so ranges of that value split the bucket's keys
 without splitting any key's versions: each slice's comparison is exactly the bucket's, restricted to the keys
 inside the range. The cut values come from the Parquet row groups' statistics of the files only one end lists
-(their footers: no row is read to plan), so that each slice covers about `SLICE_ROWS` of their rows; a slice
-reads only the row groups whose range overlaps it, a batch at a time, and keeps only its own rows. A slice
-cannot be finer than a row group: one row group larger than `SLICE_ROWS` is held whole; and slices are made
-coarser where row groups spanning many of them would be read more than `READ_OVER` times over in all. A file
-without such statistics, or a first key column of a type whose statistics may be inexact here (floating point,
-nanosecond or zoned timestamps, nested types), leaves the bucket unsliced, compared whole as before.
+(their footers: no row is read to plan), so that each slice covers about `SLICE_ROWS` of their rows; a slice reads
+only the row groups whose range overlaps it, a batch at a time, and keeps only its own rows. A slice cannot be
+finer than a row group: one row group larger than `SLICE_ROWS` is held whole; and slices are made coarser where row
+groups spanning many of them would be read more than `READ_OVER` times over in all. On a deletion-vector table,
+whose diff reads every file of a changed bucket at both ends (as a batch read, without the rows the vectors
+delete), the slices cut all of those files, and each applies the vectors by row position. A file without such
+statistics, or a first key column of a type whose statistics may be inexact here (floating point, nanosecond or
+zoned timestamps, nested types), leaves the bucket unsliced, compared whole as before.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..deletion_vectors import read_deletion_files
 from ..evolution import DataFileReader, file_columns
-from ..manifest import ManifestEntry
+from ..manifest import DataFileMeta
 from ..scan import Split
 from ..schema import KEY_FIELD_PREFIX
 from .rows import BATCH_ROWS
@@ -72,15 +76,14 @@ def _sliceable(t: pa.DataType) -> bool:
             or pa.types.is_decimal(t))
 
 
-def _row_groups(table: "Table", partition: tuple, entry: ManifestEntry, key: str,
+def _row_groups(table: "Table", partition: tuple, bucket: int, meta: DataFileMeta, key: str,
                 key_type: pa.DataType) -> list[_Group] | None:
     """The row groups of one file with the range of its first key column, typed as today's schema (None: a
     row group keeps no statistics of it)."""
-    meta = entry.file
     source = file_columns(table.schema(), table.schema_by_id(meta.schema_id), [key]).sources[0]
     if source is None:
         return None
-    with DataFileReader(table.io, table.data_file_path(partition, entry.bucket, meta)) as reader:
+    with DataFileReader(table.io, table.data_file_path(partition, bucket, meta)) as reader:
         bounds = reader.group_bounds(KEY_FIELD_PREFIX + source)
     if bounds is None:
         return None
@@ -90,24 +93,24 @@ def _row_groups(table: "Table", partition: tuple, entry: ManifestEntry, key: str
             return None
         low = pa.scalar(low, stored).cast(key_type).as_py()
         high = pa.scalar(high, stored).cast(key_type).as_py()
-        out.append(_Group(low, high, rows, (entry.bucket, meta.file_name), index))
+        out.append(_Group(low, high, rows, (bucket, meta.file_name), index))
     return out
 
 
-def plan_slices(table: "Table", partition: tuple, changed: Sequence[ManifestEntry],
+def plan_slices(table: "Table", partition: tuple, files: Sequence[tuple[int, DataFileMeta]],
                 limit: int) -> list[KeySlice] | None:
-    """Slices of about `limit` rows of the `changed` files (those only one end lists, of one partition), or None
+    """Slices of about `limit` rows of `files` ((bucket, file) of one partition: a diff's changed files), or None
     when they hold fewer rows or cannot be sliced (see the module's docstring)."""
     trimmed = table.schema().trimmed_primary_keys
-    if sum(e.file.row_count for e in changed) <= limit or not trimmed:
+    if sum(meta.row_count for _, meta in files) <= limit or not trimmed:
         return None
     key = trimmed[0]
     key_type = table.arrow_schema().field(key).type
     if not _sliceable(key_type):
         return None
     groups: list[_Group] = []
-    for entry in changed:
-        found = _row_groups(table, partition, entry, key, key_type)
+    for bucket, meta in files:
+        found = _row_groups(table, partition, bucket, meta, key, key_type)
         if found is None:
             return None
         groups.extend(found)
@@ -148,26 +151,45 @@ def _cuts(groups: list[_Group], limit: int) -> list[Any]:
 
 def read_slice(table: "Table", split: Split, columns: list[str], schema: pa.Schema,
                key_slice: KeySlice) -> list[pa.Table]:
-    """Each file of `split` (of the changed files the slice was planned on), its rows inside the slice, as
-    `read_files` reads them (`columns` typed by `schema`, which holds the first key column): only the row groups
-    that may hold them are read, a batch at a time."""
+    """`read_files` of the slice: each file of `split` (of those the slice was planned on), its rows inside the
+    slice (`columns` typed by `schema`, which holds the first key column), without the rows the split's deletion
+    vectors delete. Only the row groups that may hold them are read, a batch at a time."""
     key = table.schema().trimmed_primary_keys[0]
     key_type = schema.field(key).type
     low = None if key_slice.low is None else pa.scalar(key_slice.low, key_type)
     high = None if key_slice.high is None else pa.scalar(key_slice.high, key_type)
+    read = columns if key in columns else [*columns, key]
+    vectors = read_deletion_files(table.io, split.deletion_files) if split.deletion_files else {}
     current = table.schema()
     out = []
     for meta in split.files:
         groups = key_slice.groups.get((split.bucket, meta.file_name), [])
-        where = file_columns(current, table.schema_by_id(meta.schema_id), columns)
+        where = file_columns(current, table.schema_by_id(meta.schema_id), read)
+        deleted = vectors.get(meta.file_name)
         kept = []
         if groups:
             with DataFileReader(table.io, table.data_file_path(split.partition, split.bucket, meta)) as reader:
-                for _, batch in reader.batches(where, schema, BATCH_ROWS, groups):
-                    inside = _inside(batch.column(key), low, high)
-                    kept.append(batch if inside is None else batch.filter(inside))
+                for first, batch in reader.batches(where, schema, BATCH_ROWS, groups):
+                    mask = _inside(batch.column(key), low, high)
+                    if deleted is not None:
+                        mask = _and(mask, _not_deleted(deleted, first, batch.num_rows))
+                    kept.append((batch if mask is None else batch.filter(mask)).select(columns))
         out.append(pa.concat_tables(kept) if kept else schema.empty_table().select(columns))
     return out
+
+
+def _not_deleted(deleted: np.ndarray, first: int, rows: int) -> pa.Array | None:
+    """The mask of the rows at positions first .. first + rows - 1 that `deleted` (positions) leaves."""
+    inside = deleted[(deleted >= first) & (deleted < first + rows)] - first
+    if len(inside) == 0:
+        return None
+    keep = np.ones(rows, dtype=bool)
+    keep[inside] = False
+    return pa.array(keep)
+
+
+def _and(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else pc.and_(a, b)
 
 
 def _inside(column: pa.ChunkedArray, low: pa.Scalar | None, high: pa.Scalar | None) -> Any:
