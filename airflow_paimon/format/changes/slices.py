@@ -91,8 +91,11 @@ def _row_groups(table: "Table", partition: tuple, bucket: int, meta: DataFileMet
     for index, (rows, low, high, stored) in enumerate(bounds):
         if low is None or high is None or not _sliceable(stored):
             return None
-        low = pa.scalar(low, stored).cast(key_type).as_py()
-        high = pa.scalar(high, stored).cast(key_type).as_py()
+        try:
+            low = pa.scalar(low, stored).cast(key_type).as_py()
+            high = pa.scalar(high, stored).cast(key_type).as_py()
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):   # statistics of an unexpected shape
+            return None
         out.append(_Group(low, high, rows, (bucket, meta.file_name), index))
     return out
 
