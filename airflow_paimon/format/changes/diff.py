@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from ..table import Table
 
 _LEFT, _RIGHT = "__start_row", "__end_row"
+# a group's files only the start lists and those only the end lists; a unit of work: a group, those, a slice
+_OwnFiles = tuple[list[ManifestEntry], list[ManifestEntry]]
+_Unit = tuple[tuple[bytes, int], _OwnFiles, "KeySlice | None"]
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -248,7 +251,7 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
                                                   if k not in table.schema().trimmed_primary_keys]
     trimmed = table.schema().trimmed_primary_keys
 
-    def alone(group: tuple[bytes, int]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+    def alone(group: tuple[bytes, int]) -> _OwnFiles:
         """The files of the group only the start lists, and those only the end lists."""
         files_before, files_after = g_before.get(group, []), g_after.get(group, [])
         names_before = {e.file.file_name for e in files_before}
@@ -256,19 +259,17 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
         return ([e for e in files_before if e.file.file_name not in names_after],
                 [e for e in files_after if e.file.file_name not in names_before])
 
-    def unit(item: tuple[tuple[bytes, int], KeySlice | None]) -> R | None:
-        group, key_slice = item
-        files_before, files_after = g_before.get(group, []), g_after.get(group, [])
-        names_after = {e.file.file_name for e in files_after}
+    def unit(item: _Unit) -> R | None:
+        group, (before_only, after_only), key_slice = item
         partition = group[0]
-        alone_files = alone(group)
-        own_before = _own_rows(table, partition, alone_files[0], names, key_slice)
-        own_after = _own_rows(table, partition, alone_files[1], names, key_slice)
+        own_before = _own_rows(table, partition, before_only, names, key_slice)
+        own_after = _own_rows(table, partition, after_only, names, key_slice)
         changed = _changed_keys([rows for own in (own_before, own_after) for part in own.values() for _, rows in part],
                                 trimmed)
         if changed.num_rows == 0:
             return None
-        shared_files = [e for e in files_before if e.file.file_name in names_after]
+        only_before = {e.file.file_name for e in before_only}
+        shared_files = [e for e in g_before.get(group, []) if e.file.file_name not in only_before]
         alone_before = _own_decide(table, own_before, own_after, shared_files)
         alone_after = _own_decide(table, own_after, own_before, shared_files)
         shared = _shared_rows(table, partition, shared_files, names, changed)   # at most one end decides alone
@@ -280,16 +281,16 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
     groups = [g for g in sorted(set(g_before) | set(g_after))
               if {e.file.file_name for e in g_before.get(g, [])} != {e.file.file_name for e in g_after.get(g, [])}]
 
-    def items() -> Iterator[tuple[tuple[bytes, int], KeySlice | None]]:
+    def items() -> Iterator[_Unit]:
         # planned lazily, as the feed is read: a bucket's slices need its changed files' footers
         for group in groups:
-            before_only, after_only = alone(group)
+            own = alone(group)
             planned = plan_slices(table, table.partition_codec.from_bytes(group[0]),
-                                  [(e.bucket, e.file) for e in before_only + after_only], slices.SLICE_ROWS)
+                                  [(e.bucket, e.file) for e in own[0] + own[1]], slices.SLICE_ROWS)
             if planned is None:
-                yield group, None
+                yield group, own, None
             else:
-                yield from ((group, key_slice) for key_slice in planned)
+                yield from ((group, own, key_slice) for key_slice in planned)
 
     for result in in_order_parallel(unit, items()):
         if result is not None:

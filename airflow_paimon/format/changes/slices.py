@@ -17,14 +17,14 @@ zoned timestamps, nested types), leaves the bucket unsliced, compared whole as b
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..deletion_vectors import read_deletion_files
+from ..deletion_vectors import keep_mask, read_deletion_files
 from ..evolution import DataFileReader, file_columns
 from ..manifest import DataFileMeta
 from ..scan import Split
@@ -55,7 +55,7 @@ class KeySlice:
 
     low: Any
     high: Any
-    groups: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+    groups: dict[tuple[int, str], list[int]]
 
 
 @dataclass(frozen=True)
@@ -129,13 +129,12 @@ def plan_slices(table: "Table", partition: tuple, files: Sequence[tuple[int, Dat
         if sum(g.rows * (last - first + 1) for g, (first, last) in zip(groups, spans)) <= READ_OVER * total:
             break
         limit *= 2
-    lows, highs = [None, *cuts], [*cuts, None]
-    slices = [KeySlice(low, high) for low, high in zip(lows, highs)]
+    overlapping: list[dict[tuple[int, str], list[int]]] = [{} for _ in range(len(cuts) + 1)]
     for g, (first, last) in zip(groups, spans):
         # the slices [low, high) overlapping [g.low, g.high]: from the one holding g.low to the one holding g.high
-        for s in slices[first:last + 1]:
-            s.groups.setdefault(g.file, []).append(g.index)
-    return slices
+        for held in overlapping[first:last + 1]:
+            held.setdefault(g.file, []).append(g.index)
+    return [KeySlice(low, high, held) for low, high, held in zip([None, *cuts], [*cuts, None], overlapping)]
 
 
 def _cuts(groups: list[_Group], limit: int) -> list[Any]:
@@ -173,35 +172,29 @@ def read_slice(table: "Table", split: Split, columns: list[str], schema: pa.Sche
         if groups:
             with DataFileReader(table.io, table.data_file_path(split.partition, split.bucket, meta)) as reader:
                 for first, batch in reader.batches(where, schema, BATCH_ROWS, groups):
-                    mask = _inside(batch.column(key), low, high)
-                    if deleted is not None:
-                        mask = _and(mask, _not_deleted(deleted, first, batch.num_rows))
+                    n = batch.num_rows
+                    # the vector's positions inside this batch, counted from its first row
+                    keep = None if deleted is None else \
+                        keep_mask(n, deleted[(deleted >= first) & (deleted < first + n)] - first)
+                    mask = _kept(batch.column(key), low, high, keep)
                     kept.append((batch if mask is None else batch.filter(mask)).select(columns))
         out.append(pa.concat_tables(kept) if kept else schema.empty_table().select(columns))
     return out
 
 
-def _not_deleted(deleted: np.ndarray, first: int, rows: int) -> pa.Array | None:
-    """The mask of the rows at positions first .. first + rows - 1 that `deleted` (positions) leaves."""
-    inside = deleted[(deleted >= first) & (deleted < first + rows)] - first
-    if len(inside) == 0:
-        return None
-    keep = np.ones(rows, dtype=bool)
-    keep[inside] = False
-    return pa.array(keep)
-
-
-def _and(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else pc.and_(a, b)
-
-
-def _inside(column: pa.ChunkedArray, low: pa.Scalar | None, high: pa.Scalar | None) -> Any:
-    """The mask of low <= value < high (None: every row is inside)."""
-    masks = []
+def _kept(column: pa.ChunkedArray, low: pa.Scalar | None, high: pa.Scalar | None,
+          keep: np.ndarray | None) -> Any:
+    """The mask of the rows with low <= value < high that `keep` keeps (None: every row is kept)."""
+    masks: list[Any] = []
     if low is not None:
         masks.append(pc.greater_equal(column, low))
     if high is not None:
         masks.append(pc.less(column, high))
+    if keep is not None:
+        masks.append(pa.array(keep))
     if not masks:
         return None
-    return masks[0] if len(masks) == 1 else pc.and_(masks[0], masks[1])
+    mask = masks[0]
+    for more in masks[1:]:
+        mask = pc.and_(mask, more)
+    return mask
