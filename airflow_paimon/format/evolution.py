@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -144,26 +144,6 @@ class DataFileReader:
         """The number of rows of each row group, in file order."""
         meta = self._parquet.metadata
         return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-
-    def group_bounds(self, name: str) -> list[tuple[int, Any, Any, pa.DataType]] | None:
-        """Per row group: its rows, then the least and the greatest value of the file's column `name` (None where
-        the row group keeps no such statistics) and the column's type; None when the file has no such column."""
-        index = self._parquet.schema_arrow.get_field_index(name)
-        leaves = self._parquet.schema
-        # the leaf column of a top-level primitive field is found by its path (nested fields have several leaves)
-        column = next((j for j in range(len(leaves)) if leaves.column(j).path == name), None)
-        if index < 0 or column is None:
-            return None
-        stored = self._parquet.schema_arrow.field(index).type
-        meta = self._parquet.metadata
-        out = []
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(column).statistics
-            low = high = None
-            if stats is not None and stats.has_min_max:
-                low, high = stats.min, stats.max
-            out.append((meta.row_group(g).num_rows, low, high, stored))
-        return out
 
     @property
     def names(self) -> list[str]:

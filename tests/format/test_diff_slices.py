@@ -1,5 +1,6 @@
-"""A bucket whose changed files hold many rows is diffed one key range at a time (changes/slices.py): the same
-answer as the whole bucket compared at once, in a fraction of the memory."""
+"""A bucket whose changed files hold many rows is diffed one key range at a time (changes/slices.py), its files
+read side by side a batch at a time: the same answer as the whole bucket compared at once, in a fraction of the
+memory, whatever the size of the files' row groups."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from hypothesis import strategies as st
 
 from airflow_paimon.format import Catalog, data_file
 from airflow_paimon.format.changes import slices
-from airflow_paimon.format.changes.slices import plan_slices
+from airflow_paimon.format.changes.slices import key_slices
+from airflow_paimon.format.errors import CorruptFileError
+from airflow_paimon.format.read import merge_columns, version_schema
 from tests.sizes import scaled
 
 
@@ -52,6 +55,13 @@ def changed_files(t, start, end):
     return [(e.bucket, e.file) for e in t.file_entries(t.snapshot(end)) if e.file.file_name not in before]
 
 
+def cut(t, files, limit, positions=False):
+    """The slices a diff cuts `files` ((bucket, file) of the unpartitioned table `t`) into, or None."""
+    found = key_slices(t, (), files, merge_columns(t, t.schema().field_names), version_schema(t), limit,
+                       positions=positions)
+    return None if found is None else list(found)
+
+
 @pytest.mark.parametrize("key_type,make_key", [
     (pa.int64(), lambda i: i),
     (pa.string(), lambda i: f"key-{i:06d}"),
@@ -75,13 +85,21 @@ def test_a_sliced_diff_equals_the_whole_bucket_diff(catalog, key_type, make_key)
         t.create_tag("middle")
         end = t.maintenance.compact().id
         t.create_tag("end")
-        planned = plan_slices(t, (), [f for f in changed_files(t, start, end) if f[0] == 0], slices.SLICE_ROWS)
+        files = [f for f in changed_files(t, start, end) if f[0] == 0]
+        planned = cut(t, files, slices.SLICE_ROWS)
     assert planned is not None and len(planned) > 5
+    # each row of the files goes to exactly one slice, and the slices' ranges follow each other
+    assert sum(p.num_rows for s in planned for p in s.rows.values()) == sum(f.row_count for _, f in files)
+    highs = [max(p.column("k").to_pylist()) for s in planned for p in s.rows.values()]
+    lows = [min(p.column("k").to_pylist()) for s in planned for p in s.rows.values()]
+    per_slice = [(min(lows[i] for i in idx), max(highs[i] for i in idx))
+                 for idx in _slice_indices(planned)]
+    assert all(a[1] < b[0] for a, b in zip(per_slice, per_slice[1:]))
     for a, b in (("start", "middle"), ("start", "end"), ("middle", "end")):
         whole = diff_rows(t, a, b, slice_rows=10**9)
         assert bool(whole) == (a == "start"), (a, b)   # middle to end: a compaction, no change
         assert diff_rows(t, a, b, slice_rows=120) == whole
-        assert diff_rows(t, a, b, slice_rows=1) == whole
+        assert diff_rows(t, a, b, slice_rows=16) == whole
 
 
 @pytest.mark.parametrize("options", [
@@ -107,15 +125,18 @@ def test_a_deletion_vector_table_is_diffed_in_slices_too(catalog, options):
         t.maintenance.compact()
         t.write(rows(rng.choice(1800, 100, replace=False), 2))
         ends.append(t.latest_snapshot().id)
-        found = plan_slices(t, (), [(e.bucket, e.file) for e in t.file_entries(t.snapshot(ends[-1]))
-                                    if e.bucket == 0 and (e.file.level > 0 or "merge-on-read" in str(options))],
-                            slices.SLICE_ROWS)
+        found = cut(t, [(e.bucket, e.file) for e in t.file_entries(t.snapshot(ends[-1])) if e.bucket == 0],
+                    slices.SLICE_ROWS, positions=True)
     assert found is not None and len(found) > 3
+    # each row with its position in its file
+    for s in found:
+        for rows in s.rows.values():
+            assert rows.column(slices.POSITION).to_pylist() == sorted(set(rows.column(slices.POSITION).to_pylist()))
     for a, b in ((ends[0], ends[1]), (ends[0], ends[2]), (ends[1], ends[2])):
         whole = diff_rows(t, a, b, slice_rows=10**9)
         assert whole
         assert diff_rows(t, a, b, slice_rows=100) == whole
-        assert diff_rows(t, a, b, slice_rows=1) == whole
+        assert diff_rows(t, a, b, slice_rows=16) == whole
 
 
 def test_a_first_key_without_exact_statistics_is_compared_whole(catalog):
@@ -124,36 +145,53 @@ def test_a_first_key_without_exact_statistics_is_compared_whole(catalog):
     with small_groups(rows_per_group=10, slice_rows=20):
         first = t.write(pa.table({"k": np.arange(100.0), "v": np.zeros(100, np.int64)}))
         second = t.write(pa.table({"k": np.arange(50.0, 150.0), "v": np.ones(100, np.int64)}))
-    assert plan_slices(t, (), changed_files(t, first.id, second.id), 20) is None
+    assert cut(t, changed_files(t, first.id, second.id), 20) is None
     assert len(diff_rows(t, first.id, second.id, slice_rows=20)) == 150
 
 
-def test_slices_are_coarser_where_row_groups_spanning_many_would_be_read_over_and_over(catalog):
-    """Small files of keys spread over the whole bucket have one row group each that every slice would read: the
-    slices are coarsened until all of them read the changed rows at most READ_OVER times over."""
+def _slice_indices(planned):
+    """Per slice, the indices of its parts in the flat list of all slices' parts."""
+    out, at = [], 0
+    for s in planned:
+        out.append(range(at, at + len(s.rows)))
+        at += len(s.rows)
+    return out
+
+
+def test_one_row_group_larger_than_a_slice_is_cut_into_many(catalog):
+    """Files of one row group each, as Paimon's writers make them up to 128 MB, and small files of keys spread
+    over the whole bucket: every row is read once, into slices of about the limit."""
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
     t = catalog.create_table("db.spread", schema, primary_keys=["k"], options={"bucket": "1"})
     rng = np.random.default_rng(3)
-    with small_groups(rows_per_group=50, slice_rows=100):
+    with small_groups(rows_per_group=10**6, slice_rows=100):
         start = t.write(pa.table({"k": [0], "v": [0]})).id
         t.write(pa.table({"k": np.arange(4000), "v": np.zeros(4000, np.int64)}))
         for i in range(12):
             end = t.write(pa.table({"k": np.sort(rng.choice(4000, 40, replace=False)),
                                     "v": np.full(40, i + 1, np.int64)})).id
         changed = changed_files(t, start, end)
-        fine = plan_slices(t, (), [(b, f) for b, f in changed if f.row_count > 100], slices.SLICE_ROWS)
-        planned = plan_slices(t, (), changed, slices.SLICE_ROWS)
-    group_rows = {}
-    for bucket, f in changed:
-        meta = pq.ParquetFile(t.data_file_path((), bucket, f)).metadata
-        for g in range(meta.num_row_groups):
-            group_rows[(f.file_name, g)] = meta.row_group(g).num_rows
-    read = sum(group_rows[(name, g)] for s in planned for (_, name), groups in s.groups.items() for g in groups)
-    total = sum(f.row_count for _, f in changed)
-    assert fine is not None and planned is not None
-    assert 1 < len(planned) < len(fine)
-    assert read <= slices.READ_OVER * total
+        planned = cut(t, changed, slices.SLICE_ROWS)
+    assert all(pq.ParquetFile(t.data_file_path((), b, f)).metadata.num_row_groups == 1 for b, f in changed)
+    assert planned is not None and len(planned) > 30
+    sizes = [sum(p.num_rows for p in s.rows.values()) for s in planned]
+    assert sum(sizes) == sum(f.row_count for _, f in changed)
+    assert max(sizes) <= 2 * 100
     assert diff_rows(t, start, end, slice_rows=100) == diff_rows(t, start, end, slice_rows=10**9)
+
+
+def test_a_file_not_sorted_by_key_is_an_error_not_a_wrong_diff(catalog):
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    t = catalog.create_table("db.unsorted", schema, primary_keys=["k"], options={"bucket": "1"})
+    with small_groups(rows_per_group=10, slice_rows=20):
+        first = t.write(pa.table({"k": np.arange(100), "v": np.zeros(100, np.int64)}))
+        second = t.write(pa.table({"k": np.arange(50, 150), "v": np.ones(100, np.int64)}))
+    ((bucket, meta),) = changed_files(t, first.id, second.id)
+    path = t.data_file_path((), bucket, meta)
+    rows = pq.read_table(path)
+    pq.write_table(rows.take(pa.array(np.arange(rows.num_rows)[::-1])), path, row_group_size=10)
+    with pytest.raises(CorruptFileError, match="sorted by primary key"):
+        diff_rows(t, first.id, second.id, slice_rows=20)
 
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
@@ -228,22 +266,25 @@ def _peak(warehouse: str, slice_rows: int) -> tuple[int, int]:
     return rows, peak
 
 
-def test_a_diff_across_a_full_compaction_holds_a_slice_not_the_bucket(tmp_path):
+@pytest.mark.parametrize("rows_per_group", [data_file.ROW_GROUP_ROWS, 10**7], ids=["groups", "one-group-per-file"])
+def test_a_diff_across_a_full_compaction_holds_a_slice_not_the_bucket(tmp_path, rows_per_group):
     """One bucket of 600,000 rows, every file rewritten by a full compaction between the ends (every key is a
-    changed key): compared whole, the diff holds both ends' rows of the bucket; sliced, a few slices' worth."""
+    changed key): compared whole, the diff holds both ends' rows of the bucket; sliced, a few slices' worth, also
+    when each file is one row group (as Paimon's writers make files up to 128 MB)."""
     n = 600_000
     schema = pa.schema([("k", pa.int64()), ("name", pa.string()), ("v", pa.float64())])
     cat = Catalog(str(tmp_path))
     cat.create_database("db")
     t = cat.create_table("db.big", schema, primary_keys=["k"], options={"bucket": "1"})
     ids = np.arange(n)
-    t.write(pa.table({"k": ids, "name": pa.array([f"customer-{i:08d}" for i in ids]), "v": np.zeros(n)}))
-    t.create_tag("start")
     changed = ids[::100]
-    t.write(pa.table({"k": changed, "name": pa.array([f"customer-{i:08d}" for i in changed]),
-                      "v": np.ones(len(changed))}))
-    t.maintenance.compact()
-    t.create_tag("end")
+    with small_groups(rows_per_group, slice_rows=slices.SLICE_ROWS):
+        t.write(pa.table({"k": ids, "name": pa.array([f"customer-{i:08d}" for i in ids]), "v": np.zeros(n)}))
+        t.create_tag("start")
+        t.write(pa.table({"k": changed, "name": pa.array([f"customer-{i:08d}" for i in changed]),
+                          "v": np.ones(len(changed))}))
+        t.maintenance.compact()
+        t.create_tag("end")
     whole_rows, whole_peak = _peak(str(tmp_path), 10**9)
     sliced_rows, sliced_peak = _peak(str(tmp_path), 65_536)
     assert whole_rows == sliced_rows == 2 * len(changed)

@@ -42,7 +42,7 @@ from ..scan import ScanPlanner, Split
 from ..snapshot import Snapshot
 from . import slices
 from .bounds import Bound
-from .slices import KeySlice, plan_slices, read_slice
+from .slices import KeySlice, key_slices, read_slice
 
 if TYPE_CHECKING:
     from ..table import Table
@@ -84,8 +84,7 @@ def _own_rows(table: "Table", partition: bytes, entries: list[ManifestEntry], na
         if key_slice is None:
             out[bucket] = list(zip(files, read_files(table, split, columns, schema)))
         else:
-            parts = [(f, rows) for f, rows in zip(files, read_slice(table, split, columns, schema, key_slice))
-                     if rows.num_rows]
+            parts = [(f, rows) for f in files if (rows := key_slice.of(bucket, f)) is not None]
             if parts:
                 out[bucket] = parts
     return out
@@ -281,16 +280,18 @@ def diff_results(table: "Table", before: list[ManifestEntry], after: list[Manife
     groups = [g for g in sorted(set(g_before) | set(g_after))
               if {e.file.file_name for e in g_before.get(g, [])} != {e.file.file_name for e in g_after.get(g, [])}]
 
+    columns, schema = merge_columns(table, names), version_schema(table)
+
     def items() -> Iterator[_Unit]:
-        # planned lazily, as the feed is read: a bucket's slices need its changed files' footers
+        # made as the feed is read: a bucket's slices are its changed files read a batch at a time
         for group in groups:
             own = alone(group)
-            planned = plan_slices(table, table.partition_codec.from_bytes(group[0]),
-                                  [(e.bucket, e.file) for e in own[0] + own[1]], slices.SLICE_ROWS)
-            if planned is None:
+            cut = key_slices(table, table.partition_codec.from_bytes(group[0]),
+                             [(e.bucket, e.file) for e in own[0] + own[1]], columns, schema, slices.SLICE_ROWS)
+            if cut is None:
                 yield group, own, None
             else:
-                yield from ((group, own, key_slice) for key_slice in planned)
+                yield from ((group, own, key_slice) for key_slice in cut)
 
     for result in in_order_parallel(unit, items()):
         if result is not None:
@@ -347,8 +348,10 @@ def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: li
                  for f in deletion_vector_split(table, s).files}
         either = old if old is not None else new
         assert either is not None
-        found = plan_slices(table, either.partition, list(files.values()), slices.SLICE_ROWS)
-        planned: list[KeySlice | None] = [None] if found is None else list(found)
+        # each file read once for both ends, its rows' positions kept for each end's vector
+        cut = key_slices(table, either.partition, list(files.values()), merge_columns(table, names),
+                         version_schema(table), slices.SLICE_ROWS, positions=True)
+        planned: Iterable[KeySlice | None] = [None] if cut is None else cut
         for key_slice in planned:
             reader = read_files if key_slice is None else partial(read_slice, key_slice=key_slice)
             rows, kinds = compare(read_split(table, old, names, files_reader=reader) if old else empty,
