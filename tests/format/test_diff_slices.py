@@ -139,14 +139,22 @@ def test_a_deletion_vector_table_is_diffed_in_slices_too(catalog, options):
         assert diff_rows(t, a, b, slice_rows=16) == whole
 
 
-def test_a_first_key_without_exact_statistics_is_compared_whole(catalog):
-    schema = pa.schema([("k", pa.float64()), ("v", pa.int64())])
-    t = catalog.create_table("db.floats", schema, primary_keys=["k"], options={"bucket": "1"})
+def overlapping_writes(catalog, name: str, dtype: type) -> tuple:
+    """A one-bucket table (key `k` of `dtype`), written twice in row groups of 10 rows, the second write overlapping
+    half of the first: (the table, the first snapshot id, the second)."""
+    schema = pa.schema([("k", pa.from_numpy_dtype(np.dtype(dtype))), ("v", pa.int64())])
+    t = catalog.create_table(f"db.{name}", schema, primary_keys=["k"], options={"bucket": "1"})
     with small_groups(rows_per_group=10, slice_rows=20):
-        first = t.write(pa.table({"k": np.arange(100.0), "v": np.zeros(100, np.int64)}))
-        second = t.write(pa.table({"k": np.arange(50.0, 150.0), "v": np.ones(100, np.int64)}))
-    assert cut(t, changed_files(t, first.id, second.id), 20) is None
-    assert len(diff_rows(t, first.id, second.id, slice_rows=20)) == 150
+        first = t.write(pa.table({"k": np.arange(100, dtype=dtype), "v": np.zeros(100, np.int64)}))
+        second = t.write(pa.table({"k": np.arange(50, 150, dtype=dtype), "v": np.ones(100, np.int64)}))
+    return t, first.id, second.id
+
+
+def test_a_float_first_key_is_compared_whole(catalog):
+    """Arrow orders floating point otherwise than Paimon (-0.0 before 0.0, NaN last): no slices by such a key."""
+    t, first, second = overlapping_writes(catalog, "floats", np.float64)
+    assert cut(t, changed_files(t, first, second), 20) is None
+    assert len(diff_rows(t, first, second, slice_rows=20)) == 150
 
 
 def _slice_indices(planned):
@@ -181,17 +189,13 @@ def test_one_row_group_larger_than_a_slice_is_cut_into_many(catalog):
 
 
 def test_a_file_not_sorted_by_key_is_an_error_not_a_wrong_diff(catalog):
-    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
-    t = catalog.create_table("db.unsorted", schema, primary_keys=["k"], options={"bucket": "1"})
-    with small_groups(rows_per_group=10, slice_rows=20):
-        first = t.write(pa.table({"k": np.arange(100), "v": np.zeros(100, np.int64)}))
-        second = t.write(pa.table({"k": np.arange(50, 150), "v": np.ones(100, np.int64)}))
-    ((bucket, meta),) = changed_files(t, first.id, second.id)
+    t, first, second = overlapping_writes(catalog, "unsorted", np.int64)
+    ((bucket, meta),) = changed_files(t, first, second)
     path = t.data_file_path((), bucket, meta)
     rows = pq.read_table(path)
     pq.write_table(rows.take(pa.array(np.arange(rows.num_rows)[::-1])), path, row_group_size=10)
     with pytest.raises(CorruptFileError, match="sorted by primary key"):
-        diff_rows(t, first.id, second.id, slice_rows=20)
+        diff_rows(t, first, second, slice_rows=20)
 
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
