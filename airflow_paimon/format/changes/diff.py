@@ -26,10 +26,12 @@ import pyarrow as pa
 
 from ..arrow_tables import conformed
 from ..data_file import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from ..deletion_vectors import read_deletion_files
 from ..kernels import ascending_integers, null_safe_equal
 from ..key_reads import read_rows_of_keys
 from ..manifest import DataFileMeta, ManifestEntry
 from ..read import (
+    FilesReader,
     deletion_vector_split,
     fill_partition,
     merge_columns,
@@ -343,19 +345,22 @@ def _deletion_vector_diff(table: "Table", before: list[ManifestEntry], after: li
                 and sorted((f.file_name, f.level) for f in old.files) == \
                 sorted((f.file_name, f.level) for f in new.files):
             continue
-        # every file either end reads (a file both list is read at each end, with that end's vector)
+        # every file either end reads
         files = {(s.bucket, f.file_name): (s.bucket, f) for s in (old, new) if s is not None
                  for f in deletion_vector_split(table, s).files}
         either = old if old is not None else new
         assert either is not None
-        # each file read once for both ends, its rows' positions kept for each end's vector
+        # sliced, each file is read once for both ends, its rows' positions kept for each end's vector
         cut = key_slices(table, either.partition, list(files.values()), merge_columns(table, names),
                          version_schema(table), slices.SLICE_ROWS, positions=True)
-        planned: Iterable[KeySlice | None] = [None] if cut is None else cut
-        for key_slice in planned:
-            reader = read_files if key_slice is None else partial(read_slice, key_slice=key_slice)
-            rows, kinds = compare(read_split(table, old, names, files_reader=reader) if old else empty,
-                                  read_split(table, new, names, files_reader=reader) if new else empty, keys)
+        # each end's vectors, read once for all of the bucket's slices
+        vectors = [] if cut is None else [read_deletion_files(table.io, s.deletion_files)
+                                          if s is not None and s.deletion_files else {} for s in (old, new)]
+        for key_slice in [None] if cut is None else cut:
+            readers: list[FilesReader] = [read_files, read_files] if key_slice is None else \
+                [partial(read_slice, key_slice=key_slice, vectors=v) for v in vectors]
+            rows, kinds = compare(read_split(table, old, names, files_reader=readers[0]) if old else empty,
+                                  read_split(table, new, names, files_reader=readers[1]) if new else empty, keys)
             if rows.num_rows:
                 yield rows, kinds
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrow_tables import conformed
-from ..deletion_vectors import read_deletion_files
 from ..errors import CorruptFileError
 from ..evolution import DataFileReader, file_columns
 from ..manifest import DataFileMeta
@@ -180,12 +179,11 @@ def _lowest(streams: list[_FileRows]) -> _FileRows:
     return lowest
 
 
-def read_slice(table: "Table", split: Split, columns: list[str], schema: pa.Schema,
-               key_slice: KeySlice) -> list[pa.Table]:
+def read_slice(table: "Table", split: Split, columns: list[str], schema: pa.Schema, key_slice: KeySlice,
+               vectors: Mapping[str, np.ndarray]) -> list[pa.Table]:
     """`read_files` of the slice: each file of `split` (of those the slice was cut from), its rows in the slice
-    (`columns` typed by `schema`), without the rows the split's deletion vectors delete (by the rows' positions,
-    which the slice holds for a split with vectors)."""
-    vectors = read_deletion_files(table.io, split.deletion_files) if split.deletion_files else {}
+    (`columns` typed by `schema`), without the rows that `vectors` (the split's deletion vectors by file name, read
+    once for all of its slices) delete, by the rows' positions, which the slice holds for a split with vectors."""
     target = pa.schema([schema.field(c) for c in columns])
     out = []
     for meta in split.files:
