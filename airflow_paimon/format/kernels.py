@@ -58,13 +58,17 @@ class SortedIntegers:
         inside = (sought >= self.values[0]) & (sought <= self.values[-1])
         if not inside.all():
             sought = sought[inside]
-        # the last row whose value is <= the sought one (row 0 when none is): the sample gives its block
+        # the last row whose value is <= the sought one (row 0 when none is): the sample gives its block, moved
+        # back to end at the last row when it would run past it (still starting at or below that row), so that
+        # no probe of the halving needs bounding (a column shorter than a block is padded with its last value)
         at = np.maximum(np.searchsorted(self.sample, sought, side="right") - 1, 0) * self.STRIDE
+        np.minimum(at, max(n - self.STRIDE, 0), out=at)
+        values = self.values if n >= self.STRIDE else np.append(self.values, np.full(self.STRIDE - n, self.values[-1]))
         step = self.STRIDE // 2
         while step:
-            probe = np.minimum(at + step, n - 1)
-            at = np.where(self.values[probe] <= sought, probe, at)
+            at += (values[at + step] <= sought) * step
             step //= 2
+        np.minimum(at, n - 1, out=at)
         found: np.ndarray = at[self.values[at] == sought]
         return found
 

@@ -20,7 +20,7 @@ Parquet file of its own, plain-encoded, one page per row group, for `splice` to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -142,17 +142,6 @@ def _field_header(b: bytes, i: int, last: int) -> tuple[int, int, int]:
     return _zigzag(raw), kind, i
 
 
-def _fields(b: bytes, i: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field id, type, start of the value, end of the value) of each field of the struct at `i`, in order; the
-    struct's STOP byte is at the last end."""
-    fid = 0
-    while b[i] != _STOP:
-        fid, kind, i = _field_header(b, i, fid)
-        end = i if kind <= _FALSE else _skip(b, i, kind)
-        yield fid, kind, i, end
-        i = end
-
-
 def _list_of_structs(n: int) -> bytes:
     return bytes([(n << 4) | _STRUCT]) if n < 15 else bytes([0xF0 | _STRUCT]) + _encode_varint(n)
 
@@ -217,8 +206,8 @@ class _RowGroup:
     num_rows: int
     first_offset: int
     has_ordinal: bool
-    raw: bytes    # the RowGroup struct as read, kept as it is where the group does not move
-    columns: int  # where, in its file's bytes, its list of ColumnChunk structs starts (-1: none)
+    raw: bytes            # the RowGroup struct as read, kept as it is where the group does not move
+    chunks: list[_Chunk]  # its column chunks
 
 
 @dataclass
@@ -231,8 +220,9 @@ class _Moved:
 
 
 class ParquetParts:
-    """The encoded row groups of one Parquet file (its bytes from pyarrow), for `splice`. A row group's column
-    chunks are walked only when the group moves (`chunks`): the first file's groups keep their bytes."""
+    """The encoded row groups of one Parquet file (its bytes from pyarrow), for `splice`: the footer is walked
+    once, each row group's column chunks read on the way (walking them again for each use was most of a splice's
+    time)."""
 
     def __init__(self, data: bytes):
         if len(data) < 12 or data[:4] != _MAGIC or data[-4:] != _MAGIC:
@@ -242,18 +232,20 @@ class ParquetParts:
         self.footer_start = len(data) - 8 - length
         self.fields: list[tuple[int, int, int]] = []   # (id, start of its header, end of its value)
         self.row_groups: list[_RowGroup] = []
-        self._chunks: dict[int, list[_Chunk]] = {}
-        at = self.footer_start
-        for fid, kind, lo, hi in _fields(data, self.footer_start):
-            self.fields.append((fid, at, hi))
-            at = hi
+        i, fid = self.footer_start, 0
+        while data[i] != _STOP:
+            at = i
+            fid, kind, i = _field_header(data, i, fid)
+            if fid > 7:
+                raise SpliceError(f"a Parquet footer with field {fid} (encryption), which is not spliced")
             if fid == 4 and kind == _LIST:
-                n, element, i = _list_header(data, lo)
+                n, _, i = _list_header(data, i)
                 for _ in range(n):
                     group, i = self._row_group(i)
                     self.row_groups.append(group)
-            elif fid > 7:
-                raise SpliceError(f"a Parquet footer with field {fid} (encryption), which is not spliced")
+            elif kind > _FALSE:
+                i = _skip(data, i, kind)
+            self.fields.append((fid, at, i))
         if not self.row_groups and self.num_rows:
             raise SpliceError("a Parquet footer without row groups")
 
@@ -262,38 +254,34 @@ class ParquetParts:
         return sum(g.num_rows for g in self.row_groups)
 
     def chunks(self, index: int) -> list[_Chunk]:
-        """The column chunks of row group `index`, walked on first use."""
-        found = self._chunks.get(index)
-        if found is None:
-            found = []
-            at = self.row_groups[index].columns
-            if at >= 0:
-                n, _, at = _list_header(self.data, at)
-                for _ in range(n):
-                    chunk = _read_chunk(self.data, at)
-                    found.append(chunk)
-                    at = chunk.end
-            self._chunks[index] = found
-        return found
+        """The column chunks of row group `index`."""
+        return self.row_groups[index].chunks
 
     def _row_group(self, i: int) -> tuple[_RowGroup, int]:
         b, start = self.data, i
-        num_rows = first = 0
-        columns = -1
+        num_rows = first = fid = 0
+        chunks: list[_Chunk] = []
         ordinal = False
-        for fid, kind, lo, hi in _fields(b, i):
+        while b[i] != _STOP:
+            fid, kind, i = _field_header(b, i, fid)
             if fid == 1 and kind == _LIST:
-                columns = lo
-            elif fid == 3 and kind == _I64:
-                num_rows = _zigzag(_varint(b, lo)[0])
+                n, _, i = _list_header(b, i)
+                for _ in range(n):
+                    chunk = _read_chunk(b, i)
+                    chunks.append(chunk)
+                    i = chunk.end
+                continue
+            end = i if kind <= _FALSE else _skip(b, i, kind)
+            if fid == 3 and kind == _I64:
+                num_rows = _zigzag(_varint(b, i)[0])
             elif fid in _ROW_GROUP_OFFSETS and kind == _I64:
-                first = _zigzag(_varint(b, lo)[0])
+                first = _zigzag(_varint(b, i)[0])
             elif fid == 4:
                 raise SpliceError("a row group with sorting columns, which is not spliced")
             elif fid == 7:
                 ordinal = True
-            i = hi
-        return _RowGroup(num_rows, first, ordinal, b[start:i + 1], columns), i + 1
+            i = end
+        return _RowGroup(num_rows, first, ordinal, b[start:i + 1], chunks), i + 1
 
 
 def _row_group_bytes(group: _Moved, ordinal: int) -> bytes:
